@@ -1,0 +1,37 @@
+# One command each, on a fresh clone: the virtualenv is created and the project installed when missing.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export DAGSTER_HOME := $(CURDIR)/.dagster_home
+
+.PHONY: demo test ui lint bench clean
+
+$(BIN)/activate:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/activate
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+$(DAGSTER_HOME)/dagster.yaml: dagster.yaml
+	mkdir -p -m 700 $(DAGSTER_HOME)
+	ln -sf $(CURDIR)/dagster.yaml $@
+
+install: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml
+
+demo: install  ## generate the sample corpus and materialize the chain on it through the real instance
+	$(BIN)/trajectory-pipeline demo
+
+test: install  ## the whole suite, slow end-to-end tests included
+	$(BIN)/python -m pytest
+
+ui: install  ## Dagster UI and daemon on http://127.0.0.1:3000
+	$(BIN)/dagster dev -h 127.0.0.1 -p 3000 -w workspace.yaml
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+clean:
+	rm -rf data .dagster_home

@@ -1,0 +1,1 @@
+"""Dagster resources: where sessions come from, and where tables are stored."""

@@ -1,0 +1,126 @@
+"""The Parquet IO manager every tabular asset is stored through.
+
+One file per asset partition: `<base_dir>/<asset key>/<partition>.parquet`
+(`<base_dir>/<asset key>.parquet` when unpartitioned). Files are written under
+a temporary name and renamed, so a killed run never leaves half a partition,
+and they are 0600 in 0700 folders because they hold people's transcripts.
+
+An asset may return a DataFrame, a pyarrow Table, a `SpooledParquet` (a file it
+already streamed to disk), or — when one run covers several partitions, as a
+single-run backfill does — a dict of those keyed by partition. Downstream
+assets ask for what they need by type annotation: a DataFrame or Table (all
+requested partitions concatenated), a dict of them keyed by partition, or a
+`pyarrow.dataset.Dataset` to stream partitions too big for memory.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+from pydantic import Field
+
+from trajectory_pipeline.parquet_io import SpooledParquet, move_atomic, write_table_atomic
+
+Storable = pd.DataFrame | pa.Table | SpooledParquet
+
+
+class ParquetIOManager(dg.ConfigurableIOManager):
+    """Stores each asset partition as one private Parquet file under `base_dir`."""
+
+    base_dir: str = Field(
+        default="data/warehouse",
+        description="Folder that holds every asset's Parquet files (created 0700 when missing).",
+    )
+
+    def path_for(self, asset_key: dg.AssetKey, partition_key: str | None = None) -> Path:
+        folder = Path(self.base_dir).expanduser().joinpath(*asset_key.path)
+        if partition_key is None:
+            return folder.with_name(folder.name + ".parquet")
+        return folder / f"{partition_key}.parquet"
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def handle_output(self, context: dg.OutputContext, obj: Storable | Mapping[str, Storable] | None) -> None:
+        if obj is None:
+            return
+        keys = list(context.asset_partition_keys) if context.has_asset_partitions else [None]
+        if isinstance(obj, Mapping):
+            missing = set(keys) - set(obj)
+            if missing:
+                raise dg.Failure(
+                    f"{context.asset_key.to_user_string()} returned no data for partitions "
+                    f"{sorted(missing)}; "
+                    "a multi-partition output must be a dict with one entry per partition in the run."
+                )
+            parts = {key: obj[key] for key in keys}
+        elif len(keys) == 1:
+            parts = {keys[0]: obj}
+        else:
+            raise dg.Failure(
+                f"{context.asset_key.to_user_string()} ran for {len(keys)} partitions but returned one "
+                f"{type(obj).__name__}; return a dict keyed by partition instead."
+            )
+        written = {key: self._write(context.asset_key, key, value) for key, value in parts.items()}
+        rows = sum(row_count for _, row_count, _ in written.values())
+        metadata: dict[str, Any] = {"dagster/row_count": rows, "row_count": rows}
+        if len(written) == 1:
+            path, _, size = next(iter(written.values()))
+            metadata.update(path=dg.MetadataValue.path(str(path)), size_bytes=size)
+        else:
+            metadata.update(
+                partitions_written=len(written),
+                size_bytes=sum(size for _, _, size in written.values()),
+                path=dg.MetadataValue.path(str(self.path_for(context.asset_key, keys[0]).parent)),
+            )
+        context.add_output_metadata(metadata)
+
+    def _write(
+        self, asset_key: dg.AssetKey, partition_key: str | None, value: Storable
+    ) -> tuple[Path, int, int]:
+        dest = self.path_for(asset_key, partition_key)
+        if isinstance(value, SpooledParquet):
+            move_atomic(value.path, dest)
+            rows = value.row_count
+        else:
+            table = (
+                value if isinstance(value, pa.Table) else pa.Table.from_pandas(value, preserve_index=False)
+            )
+            write_table_atomic(table, dest)
+            rows = table.num_rows
+        return dest, rows, dest.stat().st_size
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def load_input(self, context: dg.InputContext) -> Any:
+        asset_key = context.asset_key
+        keys = list(context.asset_partition_keys) if context.has_asset_partitions else [None]
+        paths = {key: self.path_for(asset_key, key) for key in keys}
+        absent = [key for key, path in paths.items() if not path.exists()]
+        if absent:
+            shown = ", ".join(str(key) for key in absent[:5]) + (" ..." if len(absent) > 5 else "")
+            raise dg.Failure(
+                f"{asset_key.to_user_string()} has no stored data for partition(s) {shown} under "
+                f"{self.base_dir}. Materialize those partitions of {asset_key.to_user_string()} first."
+            )
+        wanted = context.dagster_type.typing_type
+        if typing.get_origin(wanted) in (dict, Mapping) or wanted in (dict, Mapping):
+            args = typing.get_args(wanted)
+            as_table = len(args) == 2 and args[1] is pa.Table
+            return {key: _read(path, as_table) for key, path in paths.items()}
+        if wanted is pads.Dataset:
+            return pads.dataset([str(path) for path in paths.values()], format="parquet")
+        table = pa.concat_tables([pq.read_table(path) for path in paths.values()])
+        return table if wanted is pa.Table else table.to_pandas()
+
+
+def _read(path: Path, as_table: bool) -> pd.DataFrame | pa.Table:
+    table = pq.read_table(path)
+    return table if as_table else table.to_pandas()

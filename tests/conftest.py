@@ -1,0 +1,17 @@
+"""Shared fixtures: where the real transcript corpus lives (../shared/corpus/real beside the checkout)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+REAL_CORPUS = REPO_ROOT.parent / "shared" / "corpus" / "real"
+
+
+@pytest.fixture(scope="session")
+def real_corpus() -> Path:
+    if not REAL_CORPUS.is_dir():
+        pytest.fail(f"the real transcript corpus is missing: expected it at {REAL_CORPUS}")
+    return REAL_CORPUS

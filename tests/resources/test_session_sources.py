@@ -1,0 +1,62 @@
+"""A missing root is normal (few people run every agent); an unreadable one must stop the run, clearly."""
+
+import os
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from resources.session_sources import SessionSources
+
+OFF = {
+    f"{s}_root": ""
+    for s in ("claude_code", "codex", "own_agent", "chat_jsonl", "gemini_cli", "swe_agent", "aider")
+}
+
+
+def test_missing_roots_are_skipped_with_a_log_line(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    (tmp_path / "codex").mkdir()
+    sources = SessionSources(
+        **{**OFF, "codex_root": str(tmp_path / "codex"), "claude_code_root": str(tmp_path / "nope")}
+    )
+    import logging
+
+    log = logging.getLogger("test")
+    with caplog.at_level(logging.INFO, logger="test"):
+        roots = sources.roots(log)
+    assert [(r.source, r.root) for r in roots] == [("codex", tmp_path / "codex")]
+    assert "does not exist, skipping" in caplog.text
+
+
+def test_empty_root_turns_a_source_off(tmp_path: Path) -> None:
+    assert SessionSources(**OFF).roots() == []
+
+
+def test_a_file_where_a_folder_belongs_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(dg.Failure, match="is a file, not a folder"):
+        SessionSources(**{**OFF, "aider_root": str(tmp_path / "file")}).roots()
+
+
+def test_an_unreadable_root_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Tests run as root in CI, where chmod 000 does not stop reads, so the refusal is simulated.
+    def refuse(path: object) -> object:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "scandir", refuse)
+    with pytest.raises(dg.Failure, match="exists but cannot be read"):
+        SessionSources(**{**OFF, "codex_root": str(tmp_path)}).roots()
+
+
+def test_roots_default_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import importlib
+
+    import resources.session_sources as module
+
+    monkeypatch.setenv("TRAJECTORY_CODEX_ROOT", str(tmp_path))
+    reloaded = importlib.reload(module)
+    try:
+        assert reloaded.SessionSources().codex_root == str(tmp_path)
+    finally:
+        monkeypatch.delenv("TRAJECTORY_CODEX_ROOT")
+        importlib.reload(module)

@@ -1,0 +1,51 @@
+"""The code location must load as `dagster dev` loads it, and the core must stay free of dagster."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from tests.conftest import REPO_ROOT
+from trajectory_pipeline.definitions import defs
+
+# Entry points that assemble or run the graph; every other core module must not import dagster.
+DAGSTER_ENTRY_POINTS = {"definitions", "demo"}
+
+
+def test_definitions_load() -> None:
+    dg.Definitions.validate_loadable(defs)
+    keys = {key.to_user_string() for key in defs.resolve_all_asset_keys()}
+    assert {"raw_sessions", "raw_sessions_quarantine"} <= keys
+    assert defs.resolve_job_def("daily_ingest_job") is not None
+
+
+def test_workspace_points_at_the_definitions() -> None:
+    text = (REPO_ROOT / "workspace.yaml").read_text()
+    assert "module_name: trajectory_pipeline.definitions" in text
+
+
+def test_core_modules_do_not_import_dagster() -> None:
+    core = sorted(
+        ".".join(path.relative_to(REPO_ROOT).with_suffix("").parts)
+        for path in (REPO_ROOT / "trajectory_pipeline").rglob("*.py")
+        if path.stem not in DAGSTER_ENTRY_POINTS and path.stem != "__main__"
+    )
+    code = "import sys\n" + "".join(f"import {name}\n" for name in core) + "print('dagster' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "False", f"a core module imports dagster: {core}"
+
+
+def test_instance_config_turns_telemetry_off() -> None:
+    assert "enabled: false" in (Path(REPO_ROOT) / "dagster.yaml").read_text()
+
+
+def test_instance_config_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "dagster.yaml").write_text((REPO_ROOT / "dagster.yaml").read_text())
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    with dg.DagsterInstance.from_config(str(tmp_path)) as instance:
+        assert instance.get_settings("telemetry") == {"enabled": False}
+        assert instance.get_concurrency_config().run_queue_config.max_concurrent_runs == 2

@@ -1,0 +1,42 @@
+"""The `trajectory-pipeline` command.
+
+trajectory-pipeline sample-corpus --out data/sample_corpus   # generate the bundled sample sessions
+trajectory-pipeline demo                                      # run the chain on them (what `make demo` does)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from trajectory_pipeline import sample_corpus
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="trajectory-pipeline", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    corpus = commands.add_parser(
+        "sample-corpus", help="generate realistic sessions in every supported format"
+    )
+    sample_corpus.add_arguments(corpus)
+    demo = commands.add_parser(
+        "demo", help="materialize the pipeline on the sample corpus and print a summary"
+    )
+    demo.add_argument(
+        "--corpus", default="data/sample_corpus", help="sample corpus folder (generated if absent)"
+    )
+    demo.add_argument("--data-dir", default="data/warehouse", help="where the Parquet tables are written")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "sample-corpus":
+        return sample_corpus.run(args)
+    from trajectory_pipeline.demo import run_demo  # imports dagster: only when asked for
+
+    return run_demo(args.corpus, args.data_dir)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

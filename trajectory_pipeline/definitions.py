@@ -1,0 +1,35 @@
+"""The one `Definitions` object: assets, jobs and resources assembled, nothing else.
+
+This is the only module of the package that imports dagster; the domain core
+beside it stays importable and testable without it. `dagster dev` loads it
+through workspace.yaml (`make ui`).
+
+Storage location: TRAJECTORY_DATA_DIR (default ./data/warehouse).
+"""
+
+from __future__ import annotations
+
+import os
+
+import dagster as dg
+
+from assets.raw_sessions import raw_sessions
+from resources.parquet_io_manager import ParquetIOManager
+from resources.session_sources import SessionSources
+
+DATA_DIR = os.environ.get("TRAJECTORY_DATA_DIR", "data/warehouse")
+
+daily_ingest_job = dg.define_asset_job(
+    "daily_ingest_job",
+    selection=dg.AssetSelection.groups("ingest"),
+    description="Ingest one day of sessions (or a range, in one run) into raw_sessions.",
+)
+
+defs = dg.Definitions(
+    assets=[raw_sessions],
+    jobs=[daily_ingest_job],
+    resources={
+        "io_manager": ParquetIOManager(base_dir=DATA_DIR),
+        "session_sources": SessionSources(),
+    },
+)

@@ -1,0 +1,227 @@
+"""Ingest one UTC day of sessions from every source root into two Parquet files.
+
+A day's partition holds every session whose *first event* falls on that day,
+so a session that runs past midnight stays whole. Files that cannot hold such
+a session are skipped before they are parsed (modification time, dates in
+the path, the start read from the file's head); the rest are streamed, their
+texts redacted, and written in batches, so memory stays flat.
+
+    stats = ingest_day(roots, datetime.date(2026, 11, 20), events_path, quarantine_path)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trajectory_pipeline.parquet_io import BatchWriter
+from trajectory_pipeline.parsers import PARSERS, detect_source
+from trajectory_pipeline.parsers.lines import MAX_LINE_BYTES, file_mtime_us, read_head
+from trajectory_pipeline.redact import Redactor
+from trajectory_pipeline.schema import (
+    EVENT_SCHEMA,
+    EXCERPT_CHARS,
+    QUARANTINE_SCHEMA,
+    BadLine,
+    Event,
+    cap_text,
+    excerpt,
+)
+
+DAY_US = 86_400 * 1_000_000
+
+# Sources whose tools write the session's (local) start date into the file path.
+# Local time may be a day off UTC, so a path date only rules a file out when it
+# is more than a day away from the partition.
+PATH_DATED_SOURCES = frozenset({"codex", "own_agent", "gemini_cli"})
+_PATH_DATE = re.compile(r"(\d{4})[-/](\d{2})[-/](\d{2})")
+
+# Event fields that can carry free text from the session, and so secrets.
+REDACTED_FIELDS = ("text", "tool_input", "cwd")
+
+WRONG_SOURCE_FOLDER = "wrong_source_folder"
+UNRECOGNIZED_FORMAT = "unrecognized_format"
+
+
+@dataclass(frozen=True)
+class SourceRoot:
+    """A folder that holds one source's transcripts."""
+
+    source: str
+    root: Path
+
+
+@dataclass
+class IngestStats:
+    """What one day's ingestion read, skipped, kept, quarantined and redacted."""
+
+    day: str
+    files_read: int = 0
+    files_skipped: Counter[str] = field(default_factory=Counter)
+    rows: int = 0
+    rows_by_source_kind: Counter[tuple[str, str]] = field(default_factory=Counter)
+    sessions_by_source: dict[str, set[str]] = field(default_factory=dict)
+    quarantined: Counter[str] = field(default_factory=Counter)
+    redactions: Counter[str] = field(default_factory=Counter)
+    truncated_texts: int = 0
+    misassigned_files: list[str] = field(default_factory=list)
+
+    @property
+    def sessions(self) -> int:
+        return sum(len(ids) for ids in self.sessions_by_source.values())
+
+
+def day_bounds(day: dt.date) -> tuple[int, int]:
+    """[start, end) of a UTC day in µs since the epoch."""
+    start = int(dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC).timestamp()) * 1_000_000
+    return start, start + DAY_US
+
+
+def candidate_files(roots: Sequence[SourceRoot]) -> Iterator[tuple[str, Path]]:
+    """Every file under the roots that matches its parser's patterns, in a stable order."""
+    seen: set[Path] = set()
+    for root in roots:
+        spec = PARSERS[root.source]
+        matches = {path for pattern in spec.globs for path in root.root.glob(pattern) if path.is_file()}
+        for path in sorted(matches):
+            resolved = path.resolve()
+            if resolved not in seen:
+                seen.add(resolved)
+                yield root.source, path
+
+
+def path_date(path: Path) -> dt.date | None:
+    """The last YYYY-MM-DD (or YYYY/MM/DD) date written in the path, if any."""
+    found = _PATH_DATE.findall(str(path))
+    if not found:
+        return None
+    year, month, day = map(int, found[-1])
+    try:
+        return dt.date(year, month, day)
+    except ValueError:
+        return None
+
+
+def skip_reason(source: str, path: Path, day: dt.date, mtime_us: int) -> str | None:
+    """Why `path` cannot hold a session starting on `day`, or None when it must be read."""
+    start, end = day_bounds(day)
+    if mtime_us < start:
+        return "modified_before_day"  # a session starting that day writes on or after it
+    if source in PATH_DATED_SOURCES:
+        dated = path_date(path)
+        if dated is not None and abs((dated - day).days) > 1:
+            return "path_date"
+    earliest = PARSERS[source].earliest_start(path)
+    if earliest is not None and earliest >= end:
+        return "starts_after_day"
+    return None
+
+
+class _DayWriter:
+    """Filters parsed items to one day, redacts them, and streams them to Parquet."""
+
+    def __init__(
+        self, day: dt.date, events: BatchWriter, quarantine: BatchWriter, redactor: Redactor
+    ) -> None:
+        self.start, self.end = day_bounds(day)
+        self.events = events
+        self.quarantine = quarantine
+        self.redactor = redactor
+        self.stats = IngestStats(day.isoformat())
+
+    def on_day(self, session_start: int | None) -> bool:
+        return session_start is not None and self.start <= session_start < self.end
+
+    def add_event(self, item: Event) -> None:
+        counts: Counter[str] = Counter()
+        cleaned_fields: dict[str, str] = {}
+        for name in REDACTED_FIELDS:
+            value = getattr(item, name)
+            if value:
+                cleaned, found = self.redactor.redact(value)
+                if found:
+                    counts.update(found)
+                    cleaned_fields[name] = cleaned
+        if counts:
+            self.stats.redactions.update(counts)
+            cleaned_fields["redactions"] = item.redactions + counts.total()
+        text, truncated = cap_text(cleaned_fields.get("text", item.text))
+        if truncated:
+            cleaned_fields.update(text=text, text_truncated=True)
+        if cleaned_fields:
+            item = item._replace(**cleaned_fields)
+        self.events.add(item)
+        stats = self.stats
+        stats.rows += 1
+        stats.rows_by_source_kind[(item.source, item.kind)] += 1
+        stats.sessions_by_source.setdefault(item.source, set()).add(item.session_id)
+        if item.text_truncated:
+            stats.truncated_texts += 1
+
+    def add_bad_line(self, bad: BadLine) -> None:
+        cleaned, found = self.redactor.redact(bad.excerpt)
+        self.stats.redactions.update(found)
+        bad = bad._replace(excerpt=cleaned[:EXCERPT_CHARS])
+        self.quarantine.add(bad)
+        self.stats.quarantined[bad.reason] += 1
+
+
+def _file_level_bad_line(source: str, path: Path, reason: str, note: str, mtime_us: int) -> BadLine:
+    return BadLine(source, str(path), 0, reason, excerpt(note), path.stat().st_size, None, mtime_us)
+
+
+def ingest_file(writer: _DayWriter, source: str, path: Path, mtime_us: int, max_line_bytes: int) -> None:
+    """Parse one file and keep what belongs to the writer's day."""
+    head = read_head(path)
+    parser = PARSERS[source]
+    if not parser.sniff(path, head):
+        detected = detect_source(path, head)
+        if detected is None:
+            if writer.on_day(mtime_us):
+                note = f"no parser recognizes this file (placed under the {source} root)"
+                writer.add_bad_line(_file_level_bad_line(source, path, UNRECOGNIZED_FORMAT, note, mtime_us))
+            return
+        if writer.on_day(mtime_us):
+            note = f"looks like {detected}, found under the {source} root; parsed as {detected}"
+            writer.add_bad_line(_file_level_bad_line(source, path, WRONG_SOURCE_FOLDER, note, mtime_us))
+        writer.stats.misassigned_files.append(f"{path} (under {source}, looks like {detected})")
+        parser = PARSERS[detected]
+    for item in parser.parse(path, max_line_bytes=max_line_bytes):
+        if isinstance(item, Event):
+            if writer.on_day(item.session_start):
+                writer.add_event(item)
+        elif writer.on_day(item.session_start if item.session_start is not None else mtime_us):
+            writer.add_bad_line(item)
+
+
+def ingest_day(
+    roots: Sequence[SourceRoot],
+    day: dt.date,
+    events_path: Path,
+    quarantine_path: Path,
+    *,
+    redactor: Redactor | None = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
+) -> IngestStats:
+    """Write the events and quarantined lines of sessions starting on `day` to two Parquet files."""
+    redactor = redactor if redactor is not None else Redactor()
+    with (
+        BatchWriter(events_path, EVENT_SCHEMA) as events,
+        BatchWriter(quarantine_path, QUARANTINE_SCHEMA) as quarantine,
+    ):
+        writer = _DayWriter(day, events, quarantine, redactor)
+        for source, path in candidate_files(roots):
+            mtime_us = file_mtime_us(path)
+            reason = skip_reason(source, path, day, mtime_us)
+            if reason is not None:
+                writer.stats.files_skipped[reason] += 1
+                continue
+            writer.stats.files_read += 1
+            ingest_file(writer, source, path, mtime_us, max_line_bytes)
+        events.close()
+        quarantine.close()
+    return writer.stats

@@ -1,0 +1,168 @@
+"""Writing Parquet files that hold people's transcripts: private, atomic, streamed.
+
+Every file is written under a temporary name in its final folder and renamed
+into place, so a reader (or a run killed mid-write) never sees half a file.
+Files are 0600 and folders 0700 whatever the umask. `BatchWriter` streams rows
+into a file in fixed-size batches, so memory does not grow with the data.
+
+    writer = BatchWriter(path, EVENT_SCHEMA)
+    writer.add(row); writer.close()
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+BATCH_ROWS = 16_384
+COMPRESSION = "zstd"
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create `path` and any missing parents as 0700 folders; tighten `path` itself if it exists."""
+    missing = []
+    current = path
+    while not current.exists():
+        missing.append(current)
+        current = current.parent
+    for folder in reversed(missing):
+        folder.mkdir(mode=DIR_MODE, exist_ok=True)
+        os.chmod(folder, DIR_MODE)
+    if path.is_dir() and (path.stat().st_mode & 0o777) != DIR_MODE:
+        os.chmod(path, DIR_MODE)
+    return path
+
+
+def temporary_sibling(dest: Path) -> Path:
+    """A hidden, unique name beside `dest`, so the final rename stays on one filesystem."""
+    return dest.with_name(f".{dest.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+
+
+def _open_private(path: Path) -> int:
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+
+
+def publish(tmp: Path, dest: Path) -> None:
+    """Make a finished temporary file visible under its final name, atomically."""
+    os.chmod(tmp, FILE_MODE)
+    with open(tmp, "rb") as handle:
+        os.fsync(handle.fileno())
+    os.replace(tmp, dest)
+
+
+def write_table_atomic(table: pa.Table, dest: Path) -> None:
+    """Write a whole table to `dest` via a temporary file and a rename."""
+    ensure_private_dir(dest.parent)
+    tmp = temporary_sibling(dest)
+    try:
+        with os.fdopen(_open_private(tmp), "wb") as handle:
+            pq.write_table(table, handle, compression=COMPRESSION)
+        publish(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def move_atomic(src: Path, dest: Path) -> None:
+    """Move a finished file into place; copies first when `src` is on another filesystem."""
+    ensure_private_dir(dest.parent)
+    try:
+        os.chmod(src, FILE_MODE)
+        os.replace(src, dest)
+        return
+    except OSError as err:
+        if err.errno != 18:  # EXDEV: a rename cannot cross filesystems
+            raise
+    tmp = temporary_sibling(dest)
+    try:
+        with open(src, "rb") as reader, os.fdopen(_open_private(tmp), "wb") as writer:
+            while chunk := reader.read(1 << 20):
+                writer.write(chunk)
+        publish(tmp, dest)
+        src.unlink()
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class SpooledParquet:
+    """A finished Parquet file waiting to be moved into the warehouse by the IO manager.
+
+    Assets that stream more rows than fit in memory return this instead of a DataFrame.
+    """
+
+    path: Path
+    row_count: int
+
+
+class BatchWriter:
+    """Streams rows (tuples in schema order) into a private Parquet file, one batch at a time.
+
+    The file is written under a temporary name and appears at `path` only on `close()`;
+    `abort()` (or an exception inside a `with` block) removes it.
+    """
+
+    def __init__(self, path: Path, schema: pa.Schema, batch_rows: int = BATCH_ROWS) -> None:
+        ensure_private_dir(path.parent)
+        self.path = path
+        self.schema = schema
+        self.batch_rows = batch_rows
+        self.row_count = 0
+        self._rows: list[Sequence[object]] = []
+        self._done = False
+        self._tmp = temporary_sibling(path)
+        self._handle = os.fdopen(_open_private(self._tmp), "wb")
+        self._writer = pq.ParquetWriter(self._handle, schema, compression=COMPRESSION)
+
+    def add(self, row: Sequence[object]) -> None:
+        self._rows.append(row)
+        if len(self._rows) >= self.batch_rows:
+            self.flush()
+
+    def extend(self, rows: Iterable[Sequence[object]]) -> None:
+        for row in rows:
+            self.add(row)
+
+    def flush(self) -> None:
+        if not self._rows:
+            return
+        columns = list(zip(*self._rows, strict=True))
+        arrays = [
+            pa.array(column, type=field.type) for column, field in zip(columns, self.schema, strict=True)
+        ]
+        self._writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
+        self.row_count += len(self._rows)
+        self._rows.clear()
+
+    def close(self) -> SpooledParquet:
+        self._done = True
+        self.flush()
+        self._writer.close()
+        self._handle.close()
+        publish(self._tmp, self.path)
+        return SpooledParquet(self.path, self.row_count)
+
+    def abort(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        self._rows.clear()
+        try:
+            self._writer.close()
+            self._handle.close()
+        finally:
+            self._tmp.unlink(missing_ok=True)
+
+    def __enter__(self) -> BatchWriter:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is not None:
+            self.abort()

@@ -1,0 +1,214 @@
+"""The normalized event record every parser produces, and its Parquet schema.
+
+One `Event` is one thing that happened in a session (a message, a tool call,
+its result, an error...). Parsers build them with `event(...)`, which applies
+the shared text cap, so every source behaves the same. `BadLine` is a line
+that could not be read: it goes to the quarantine table, never silently away.
+
+    from trajectory_pipeline.schema import EVENT_SCHEMA, event
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, NamedTuple
+
+import orjson
+import pyarrow as pa
+
+SOURCES = ("claude_code", "codex", "own_agent", "chat_jsonl", "gemini_cli", "swe_agent", "aider")
+ROLES = ("user", "assistant", "tool", "system")
+KINDS = ("message", "tool_call", "tool_result", "error", "decision", "reasoning", "meta")
+
+# Long tool outputs are common (a 150 KB file dump); the cap keeps rows small
+# without dropping them. `text_truncated` says the cap was applied.
+TEXT_CAP_CHARS = 32_000
+
+
+class Event(NamedTuple):
+    """One normalized event. Timestamps are integer microseconds since the epoch, UTC.
+
+    A NamedTuple rather than a dataclass: immutable like a frozen dataclass, but
+    cheap enough to build millions of times during ingestion.
+    """
+
+    source: str
+    session_id: str
+    session_start: int | None  # µs UTC of the session's first event; decides the partition
+    source_path: str
+    line_no: int  # 1-based line (or record index, for whole-file JSON formats)
+    seq: int  # 0-based ordinal of the event within its file
+    ts: int | None
+    role: str
+    kind: str
+    text: str | None = None
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+    tool_input: str | None = None  # canonical JSON, see canonical_json()
+    is_error: bool | None = None
+    exit_code: int | None = None
+    cwd: str | None = None
+    repo: str | None = None
+    git_branch: str | None = None
+    model: str | None = None
+    is_sidechain: bool = False
+    agent_id: str | None = None
+    event_id: str | None = None  # the source's own id for the line (Claude `uuid`, ...)
+    parent_id: str | None = None
+    interrupted: bool = False
+    confidence: float | None = None
+    text_truncated: bool = False
+    redactions: int = 0
+
+
+class BadLine(NamedTuple):
+    """A line that could not be turned into events; kept in the quarantine table."""
+
+    source: str
+    source_path: str
+    line_no: int
+    reason: str
+    excerpt: str
+    byte_len: int
+    session_id: str | None = None
+    session_start: int | None = None
+
+
+# Reasons a line is quarantined. Parsers may add their own; these are the shared ones.
+INVALID_UTF8 = "invalid_utf8"
+MALFORMED_JSON = "malformed_json"
+TRUNCATED_LINE = "truncated_line"  # last line without newline that does not parse
+OVERSIZE_LINE = "oversize_line"
+NOT_AN_OBJECT = "not_an_object"
+UNKNOWN_RECORD_TYPE = "unknown_record_type"
+WRONG_FIELD_TYPE = "wrong_field_type"
+BINARY_JUNK = "binary_junk"
+# Reasons of whole-file formats (Gemini CLI, SWE-agent), where the file is one record.
+FILE_TOO_LARGE = "file_too_large"
+TRUNCATED_FILE = "truncated_file"  # the document stops early: a file caught mid-write
+
+EXCERPT_CHARS = 200  # what the quarantine table keeps, after redaction
+RAW_EXCERPT_CHARS = 2_000  # what parsers keep, so redaction sees a secret that crosses the cut
+
+_TS = pa.timestamp("us", tz="UTC")
+
+EVENT_SCHEMA = pa.schema(
+    [
+        ("source", pa.string()),
+        ("session_id", pa.string()),
+        ("session_start", _TS),
+        ("source_path", pa.string()),
+        ("line_no", pa.int64()),
+        ("seq", pa.int64()),
+        ("ts", _TS),
+        ("role", pa.string()),
+        ("kind", pa.string()),
+        ("text", pa.large_string()),
+        ("tool_name", pa.string()),
+        ("tool_call_id", pa.string()),
+        ("tool_input", pa.large_string()),
+        ("is_error", pa.bool_()),
+        ("exit_code", pa.int64()),
+        ("cwd", pa.string()),
+        ("repo", pa.string()),
+        ("git_branch", pa.string()),
+        ("model", pa.string()),
+        ("is_sidechain", pa.bool_()),
+        ("agent_id", pa.string()),
+        ("event_id", pa.string()),
+        ("parent_id", pa.string()),
+        ("interrupted", pa.bool_()),
+        ("confidence", pa.float64()),
+        ("text_truncated", pa.bool_()),
+        ("redactions", pa.int64()),
+    ]
+)
+assert tuple(EVENT_SCHEMA.names) == Event._fields
+
+QUARANTINE_SCHEMA = pa.schema(
+    [
+        ("source", pa.string()),
+        ("source_path", pa.string()),
+        ("line_no", pa.int64()),
+        ("reason", pa.string()),
+        ("excerpt", pa.string()),
+        ("byte_len", pa.int64()),
+        ("session_id", pa.string()),
+        ("session_start", _TS),
+    ]
+)
+assert tuple(QUARANTINE_SCHEMA.names) == BadLine._fields
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, compact separators, UTF-8: the same input always gives the same string."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS).decode()
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def parse_ts(value: object) -> int | None:
+    """Microseconds since the epoch (UTC) from an ISO-8601 string or epoch seconds/ms.
+
+    Naive ISO strings are read as UTC. Returns None for anything unreadable, so a
+    bad timestamp costs one field, not the row.
+    """
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        seconds = float(value)
+        if seconds > 1e11:  # epoch milliseconds
+            seconds /= 1000.0
+        return round(seconds * 1_000_000)
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=dt.UTC)
+    delta = parsed - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def ts_to_datetime(micros: int) -> dt.datetime:
+    """The inverse of parse_ts, for display and partition keys."""
+    return _EPOCH + dt.timedelta(microseconds=micros)
+
+
+def utc_day(micros: int) -> str:
+    """The partition key (YYYY-MM-DD, UTC) a timestamp falls on."""
+    return ts_to_datetime(micros).strftime("%Y-%m-%d")
+
+
+def cap_text(text: str | None, cap: int = TEXT_CAP_CHARS) -> tuple[str | None, bool]:
+    """Cap a text at `cap` characters; the flag says whether anything was cut."""
+    if text is None or len(text) <= cap:
+        return text, False
+    return text[:cap], True
+
+
+def event(**fields: Any) -> Event:
+    """Build an Event. Texts stay whole here: ingestion redacts first and caps after,
+    so a secret that straddles the cap is never half kept."""
+    return Event(**fields)
+
+
+def excerpt(raw: bytes | str, limit: int = RAW_EXCERPT_CHARS) -> str:
+    """A printable excerpt of a bad line; ingestion redacts it, then cuts it to EXCERPT_CHARS."""
+    if isinstance(raw, bytes):
+        raw = raw[: limit * 4].decode("utf-8", errors="replace")
+    return raw[:limit].replace("\x00", "\\x00")
+
+
+def repo_name(cwd: str | None, remote_url: str | None = None) -> str | None:
+    """A short repository name: from the git remote when known, else the working folder's name."""
+    for candidate in (remote_url, cwd):
+        if candidate:
+            name = candidate.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+            name = name.removesuffix(".git")
+            if name:
+                return name
+    return None
