@@ -20,7 +20,7 @@ from pydantic import Field
 
 from assets.partitions import daily_partitions
 from resources.session_sources import SessionSources
-from trajectory_pipeline.ingest import IngestStats, ingest_day
+from trajectory_pipeline.ingest import IngestStats, candidate_files, ingest_day
 from trajectory_pipeline.parquet_io import SpooledParquet
 from trajectory_pipeline.parsers.lines import MAX_LINE_BYTES
 from trajectory_pipeline.redact import Redactor
@@ -65,35 +65,38 @@ def raw_sessions(
     roots = session_sources.roots(context.log)
     redactor = Redactor(emails=config.redact_emails, home_paths=config.redact_home_paths)
     spool = Path(tempfile.mkdtemp(prefix="trajectory-raw-sessions-"))
+    files = candidate_files(roots)
     events: dict[str, SpooledParquet] = {}
     quarantine: dict[str, SpooledParquet] = {}
-    all_stats = []
     for key in context.partition_keys:
+        events_path, quarantine_path = spool / f"events-{key}.parquet", spool / f"quarantine-{key}.parquet"
         stats = ingest_day(
             roots,
             dt.date.fromisoformat(key),
-            spool / f"events-{key}.parquet",
-            spool / f"quarantine-{key}.parquet",
+            events_path,
+            quarantine_path,
             redactor=redactor,
             max_line_bytes=config.max_line_bytes,
+            files=files,
         )
-        events[key] = SpooledParquet(spool / f"events-{key}.parquet", stats.rows)
-        quarantine[key] = SpooledParquet(spool / f"quarantine-{key}.parquet", stats.quarantined.total())
+        events[key] = SpooledParquet(events_path, stats.rows)
+        quarantine[key] = SpooledParquet(quarantine_path, stats.quarantined.total())
         context.log.info(describe_day(stats))
-        all_stats.append(stats)
-    if len(context.partition_keys) == 1:
-        key = context.partition_keys[0]
-        events_value: Any = events[key]
-        quarantine_value: Any = quarantine[key]
-    else:
-        events_value, quarantine_value = events, quarantine
-    return (
-        dg.Output(events_value, output_name="raw_sessions", metadata=events_metadata(all_stats, events)),
-        dg.Output(
-            quarantine_value,
-            output_name="raw_sessions_quarantine",
-            metadata=quarantine_metadata(all_stats, quarantine),
-        ),
+        context.add_asset_metadata(
+            events_metadata(stats, events[key]), asset_key="raw_sessions", partition_key=key
+        )
+        context.add_asset_metadata(
+            quarantine_metadata(stats, quarantine[key]),
+            asset_key="raw_sessions_quarantine",
+            partition_key=key,
+        )
+    if len(context.partition_keys) == 1:  # one partition, one file; a range returns a dict
+        (only,) = context.partition_keys
+        return dg.Output(events[only], output_name="raw_sessions"), dg.Output(
+            quarantine[only], output_name="raw_sessions_quarantine"
+        )
+    return dg.Output(events, output_name="raw_sessions"), dg.Output(
+        quarantine, output_name="raw_sessions_quarantine"
     )
 
 
@@ -115,58 +118,43 @@ def _counter_md(counter: Counter[Any], headers: tuple[str, ...]) -> dg.MetadataV
     return dg.MetadataValue.md("\n".join(lines))
 
 
-def _preview(spooled: dict[str, SpooledParquet], columns: tuple[str, ...]) -> dg.MetadataValue:
-    """The first rows of the first non-empty day, read back from the spooled file."""
-    for item in spooled.values():
-        if item.row_count:
-            batch = next(
-                pq.ParquetFile(item.path).iter_batches(batch_size=PREVIEW_ROWS, columns=list(columns))
-            )
-            frame = batch.to_pandas()
-            for name in frame.columns:
-                if frame[name].dtype == object or str(frame[name].dtype).startswith("str"):
-                    frame[name] = frame[name].map(
-                        lambda v: v if not isinstance(v, str) else v[:80].replace("\n", " ").replace("|", "/")
-                    )
-            return dg.MetadataValue.md(frame.to_markdown(index=False))
-    return dg.MetadataValue.md("_no rows_")
+def _preview(spooled: SpooledParquet, columns: tuple[str, ...]) -> dg.MetadataValue:
+    """The first rows of the day, read back from the written file, long texts shortened."""
+    if not spooled.row_count:
+        return dg.MetadataValue.md("_no rows_")
+    batch = next(pq.ParquetFile(spooled.path).iter_batches(batch_size=PREVIEW_ROWS, columns=list(columns)))
+    rows = [{name: _cell(value) for name, value in row.items()} for row in batch.to_pylist()]
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(row[name] for name in columns) + " |" for row in rows]
+    return dg.MetadataValue.md("\n".join(lines))
 
 
-def _merge(all_stats: list[IngestStats], attribute: str) -> Counter[Any]:
-    total: Counter[Any] = Counter()
-    for stats in all_stats:
-        total.update(getattr(stats, attribute))
-    return total
+def _cell(value: object) -> str:
+    text = "" if value is None else str(value)
+    return text[:80].replace("\n", " ").replace("|", "/")
 
 
-def events_metadata(all_stats: list[IngestStats], spooled: dict[str, SpooledParquet]) -> dict[str, Any]:
-    sessions_by_source: Counter[str] = Counter()
-    for stats in all_stats:
-        sessions_by_source.update({source: len(ids) for source, ids in stats.sessions_by_source.items()})
-    skipped = _merge(all_stats, "files_skipped")
-    misassigned = [path for stats in all_stats for path in stats.misassigned_files]
+def events_metadata(stats: IngestStats, spooled: SpooledParquet) -> dict[str, Any]:
+    sessions_by_source = Counter({source: len(ids) for source, ids in stats.sessions_by_source.items()})
     return {
-        "sessions": sum(sessions_by_source.values()),
+        "sessions": stats.sessions,
         "sessions_by_source": _counter_md(sessions_by_source, ("source", "sessions")),
-        "rows_by_source_and_kind": _counter_md(
-            _merge(all_stats, "rows_by_source_kind"), ("source", "kind", "rows")
-        ),
-        "files_read": sum(stats.files_read for stats in all_stats),
-        "files_skipped": skipped.total(),
-        "files_skipped_by_reason": _counter_md(skipped, ("reason", "files")),
-        "quarantined_lines": sum(stats.quarantined.total() for stats in all_stats),
-        "redactions": sum(stats.redactions.total() for stats in all_stats),
-        "redactions_by_kind": _counter_md(_merge(all_stats, "redactions"), ("kind", "count")),
-        "truncated_texts": sum(stats.truncated_texts for stats in all_stats),
-        "misassigned_files": dg.MetadataValue.json(misassigned),
+        "rows_by_source_and_kind": _counter_md(stats.rows_by_source_kind, ("source", "kind", "rows")),
+        "files_read": stats.files_read,
+        "files_skipped": stats.files_skipped.total(),
+        "files_skipped_by_reason": _counter_md(stats.files_skipped, ("reason", "files")),
+        "quarantined_lines": stats.quarantined.total(),
+        "redactions": stats.redactions.total(),
+        "redactions_by_kind": _counter_md(stats.redactions, ("kind", "count")),
+        "truncated_texts": stats.truncated_texts,
+        "misassigned_files": dg.MetadataValue.json(stats.misassigned_files),
         "preview": _preview(spooled, PREVIEW_COLUMNS),
     }
 
 
-def quarantine_metadata(all_stats: list[IngestStats], spooled: dict[str, SpooledParquet]) -> dict[str, Any]:
-    quarantined = _merge(all_stats, "quarantined")
+def quarantine_metadata(stats: IngestStats, spooled: SpooledParquet) -> dict[str, Any]:
     return {
-        "quarantined_lines": quarantined.total(),
-        "quarantined_by_reason": _counter_md(quarantined, ("reason", "lines")),
+        "quarantined_lines": stats.quarantined.total(),
+        "quarantined_by_reason": _counter_md(stats.quarantined, ("reason", "lines")),
         "preview": _preview(spooled, ("source", "source_path", "line_no", "reason", "excerpt")),
     }

@@ -69,18 +69,15 @@ class ParquetIOManager(dg.ConfigurableIOManager):
                 f"{type(obj).__name__}; return a dict keyed by partition instead."
             )
         written = {key: self._write(context.asset_key, key, value) for key, value in parts.items()}
-        rows = sum(row_count for _, row_count, _ in written.values())
-        metadata: dict[str, Any] = {"dagster/row_count": rows, "row_count": rows}
         if len(written) == 1:
-            path, _, size = next(iter(written.values()))
-            metadata.update(path=dg.MetadataValue.path(str(path)), size_bytes=size)
-        else:
-            metadata.update(
-                partitions_written=len(written),
-                size_bytes=sum(size for _, _, size in written.values()),
-                path=dg.MetadataValue.path(str(self.path_for(context.asset_key, keys[0]).parent)),
+            context.add_output_metadata(_file_metadata(*next(iter(written.values()))))
+            return
+        # One output, several partitions: each partition's materialization gets its own figures.
+        for key, (path, rows, size) in written.items():
+            context.step_context.add_asset_metadata(
+                _file_metadata(path, rows, size), asset_key=context.asset_key, partition_key=key
             )
-        context.add_output_metadata(metadata)
+        context.add_output_metadata({"partitions_in_run": len(written)})
 
     def _write(
         self, asset_key: dg.AssetKey, partition_key: str | None, value: Storable
@@ -119,6 +116,15 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             return pads.dataset([str(path) for path in paths.values()], format="parquet")
         table = pa.concat_tables([pq.read_table(path) for path in paths.values()])
         return table if wanted is pa.Table else table.to_pandas()
+
+
+def _file_metadata(path: Path, rows: int, size: int) -> dict[str, Any]:
+    return {
+        "dagster/row_count": rows,
+        "row_count": rows,
+        "path": dg.MetadataValue.path(str(path)),
+        "size_bytes": size,
+    }
 
 
 def _read(path: Path, as_table: bool) -> pd.DataFrame | pa.Table:

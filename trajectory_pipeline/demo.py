@@ -36,12 +36,16 @@ def _point_sources_at(corpus: Path, data_dir: Path) -> None:
     os.environ["TRAJECTORY_DATA_DIR"] = str(data_dir)
 
 
+REPO_CONFIG = Path(__file__).resolve().parents[1] / "dagster.yaml"
+
+
 def _ensure_dagster_home() -> Path:
+    """DAGSTER_HOME (default ./.dagster_home), using the repository's dagster.yaml when it has none."""
     home = Path(os.environ.setdefault("DAGSTER_HOME", str(Path(".dagster_home").resolve())))
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     config = home / "dagster.yaml"
-    if not config.exists():
-        config.symlink_to(Path("dagster.yaml").resolve())
+    if not config.exists() and REPO_CONFIG.exists():
+        config.symlink_to(REPO_CONFIG)
     return home
 
 

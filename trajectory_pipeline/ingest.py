@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import stat
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from trajectory_pipeline.parquet_io import BatchWriter
 from trajectory_pipeline.parsers import PARSERS, detect_source
-from trajectory_pipeline.parsers.lines import MAX_LINE_BYTES, file_mtime_us, read_head
+from trajectory_pipeline.parsers.lines import MAX_LINE_BYTES, read_head
 from trajectory_pipeline.redact import Redactor
 from trajectory_pipeline.schema import (
     EVENT_SCHEMA,
@@ -81,17 +83,30 @@ def day_bounds(day: dt.date) -> tuple[int, int]:
     return start, start + DAY_US
 
 
-def candidate_files(roots: Sequence[SourceRoot]) -> Iterator[tuple[str, Path]]:
-    """Every file under the roots that matches its parser's patterns, in a stable order."""
-    seen: set[Path] = set()
+class CandidateFile(NamedTuple):
+    source: str
+    path: Path
+    mtime_us: int
+    size: int
+
+
+def candidate_files(roots: Sequence[SourceRoot]) -> list[CandidateFile]:
+    """Every file under the roots that matches its parser's patterns, in a stable order.
+
+    A file reachable twice (overlapping roots, symlinks) is listed once, by inode.
+    """
+    seen: set[tuple[int, int]] = set()
+    found = []
     for root in roots:
         spec = PARSERS[root.source]
-        matches = {path for pattern in spec.globs for path in root.root.glob(pattern) if path.is_file()}
+        matches = {path for pattern in spec.globs for path in root.root.glob(pattern)}
         for path in sorted(matches):
-            resolved = path.resolve()
-            if resolved not in seen:
-                seen.add(resolved)
-                yield root.source, path
+            info = path.stat()
+            if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) in seen:
+                continue
+            seen.add((info.st_dev, info.st_ino))
+            found.append(CandidateFile(root.source, path, info.st_mtime_ns // 1000, info.st_size))
+    return found
 
 
 def path_date(path: Path) -> dt.date | None:
@@ -170,12 +185,13 @@ class _DayWriter:
         self.stats.quarantined[bad.reason] += 1
 
 
-def _file_level_bad_line(source: str, path: Path, reason: str, note: str, mtime_us: int) -> BadLine:
-    return BadLine(source, str(path), 0, reason, excerpt(note), path.stat().st_size, None, mtime_us)
+def _file_level_bad_line(file: CandidateFile, reason: str, note: str) -> BadLine:
+    return BadLine(file.source, str(file.path), 0, reason, excerpt(note), file.size, None, file.mtime_us)
 
 
-def ingest_file(writer: _DayWriter, source: str, path: Path, mtime_us: int, max_line_bytes: int) -> None:
+def ingest_file(writer: _DayWriter, file: CandidateFile, max_line_bytes: int) -> None:
     """Parse one file and keep what belongs to the writer's day."""
+    source, path, mtime_us = file.source, file.path, file.mtime_us
     head = read_head(path)
     parser = PARSERS[source]
     if not parser.sniff(path, head):
@@ -183,11 +199,11 @@ def ingest_file(writer: _DayWriter, source: str, path: Path, mtime_us: int, max_
         if detected is None:
             if writer.on_day(mtime_us):
                 note = f"no parser recognizes this file (placed under the {source} root)"
-                writer.add_bad_line(_file_level_bad_line(source, path, UNRECOGNIZED_FORMAT, note, mtime_us))
+                writer.add_bad_line(_file_level_bad_line(file, UNRECOGNIZED_FORMAT, note))
             return
         if writer.on_day(mtime_us):
             note = f"looks like {detected}, found under the {source} root; parsed as {detected}"
-            writer.add_bad_line(_file_level_bad_line(source, path, WRONG_SOURCE_FOLDER, note, mtime_us))
+            writer.add_bad_line(_file_level_bad_line(file, WRONG_SOURCE_FOLDER, note))
         writer.stats.misassigned_files.append(f"{path} (under {source}, looks like {detected})")
         parser = PARSERS[detected]
     for item in parser.parse(path, max_line_bytes=max_line_bytes):
@@ -206,22 +222,25 @@ def ingest_day(
     *,
     redactor: Redactor | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
+    files: Sequence[CandidateFile] | None = None,
 ) -> IngestStats:
-    """Write the events and quarantined lines of sessions starting on `day` to two Parquet files."""
+    """Write the events and quarantined lines of sessions starting on `day` to two Parquet files.
+
+    `files` lets a run over many days list the roots once; by default they are listed here.
+    """
     redactor = redactor if redactor is not None else Redactor()
     with (
         BatchWriter(events_path, EVENT_SCHEMA) as events,
         BatchWriter(quarantine_path, QUARANTINE_SCHEMA) as quarantine,
     ):
         writer = _DayWriter(day, events, quarantine, redactor)
-        for source, path in candidate_files(roots):
-            mtime_us = file_mtime_us(path)
-            reason = skip_reason(source, path, day, mtime_us)
+        for file in candidate_files(roots) if files is None else files:
+            reason = skip_reason(file.source, file.path, day, file.mtime_us)
             if reason is not None:
                 writer.stats.files_skipped[reason] += 1
                 continue
             writer.stats.files_read += 1
-            ingest_file(writer, source, path, mtime_us, max_line_bytes)
+            ingest_file(writer, file, max_line_bytes)
         events.close()
         quarantine.close()
     return writer.stats

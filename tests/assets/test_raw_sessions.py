@@ -64,7 +64,13 @@ def test_a_range_in_one_run_writes_each_day_identically(corpus: Path, tmp_path: 
     dg.materialize([raw_sessions], partition_key=DAY, resources=_resources(corpus, single))
     ranged = tmp_path / "ranged"
     tags = {"dagster/asset_partition_range_start": "2026-11-20", "dagster/asset_partition_range_end": DAY}
-    assert dg.materialize([raw_sessions], tags=tags, resources=_resources(corpus, ranged)).success
+    result = dg.materialize([raw_sessions], tags=tags, resources=_resources(corpus, ranged))
+    assert result.success
+    for event in result.asset_materializations_for_node("raw_sessions"):
+        path = ranged / event.asset_key.path[-1] / f"{event.partition}.parquet"
+        assert event.metadata["row_count"].value == pd.read_parquet(path).shape[0]
+        if event.asset_key.path[-1] == "raw_sessions":
+            assert event.metadata["sessions"].value == pd.read_parquet(path)["session_id"].nunique()
     assert sorted(p.name for p in (ranged / "raw_sessions").iterdir()) == [
         "2026-11-20.parquet",
         f"{DAY}.parquet",

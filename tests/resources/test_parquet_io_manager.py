@@ -60,9 +60,14 @@ def test_one_partition_is_one_private_file_with_metadata(io_manager: ParquetIOMa
 
 def test_a_single_run_over_a_range_writes_every_partition(io_manager: ParquetIOManager) -> None:
     # Dagster's stock UPathIOManager refuses this (one output covering several partitions).
-    dg.materialize([daily_numbers], tags=RANGE_TAGS, resources={"io_manager": io_manager})
-    written = sorted(p.name for p in (Path(io_manager.base_dir) / "daily_numbers").iterdir())
+    result = dg.materialize([daily_numbers], tags=RANGE_TAGS, resources={"io_manager": io_manager})
+    folder = Path(io_manager.base_dir) / "daily_numbers"
+    written = sorted(p.name for p in folder.iterdir())
     assert written == ["2026-11-01.parquet", "2026-11-02.parquet", "2026-11-03.parquet"]
+    # Each partition's materialization describes its own file, not the run's total.
+    for event in result.asset_materializations_for_node("daily_numbers"):
+        assert event.metadata["row_count"].value == 2
+        assert event.metadata["path"].value == str(folder / f"{event.partition}.parquet")
 
 
 def test_downstream_chooses_dict_frame_or_dataset(io_manager: ParquetIOManager) -> None:
