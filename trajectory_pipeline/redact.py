@@ -2,10 +2,9 @@
 
 Every event text and every canonical-JSON tool input goes through `Redactor.redact`
 before anything is written, so no live credential reaches Parquet, the training data or
-the UI. A secret becomes a typed placeholder such as `[REDACTED:github_token]`; the user
-name inside a home-directory path becomes `<user>` (`/home/<user>/repo`), so paths stay
-consistent across sessions. `redact` returns the new text and a count per kind, for the
-asset's metadata.
+the UI. A secret becomes a typed placeholder such as `[REDACTED:github_token]`; a login
+name becomes `<user>` (`/home/<user>/repo`), so paths stay consistent across sessions.
+`redact` returns the new text and a count per kind, for the asset's metadata.
 
     from trajectory_pipeline.redact import Redactor
     text, counts = Redactor().redact("export OPENAI_API_KEY=sk-... && run")
@@ -13,8 +12,8 @@ asset's metadata.
 Where the patterns come from. Token formats follow gitleaks' default rules
 (`config/gitleaks.toml`: aws-access-token, github-pat/oauth/app/refresh/fine-grained,
 gitlab-*, anthropic-api-key, openai-api-key, slack-*-token, slack-webhook-url,
-gcp-api-key, stripe-access-token, npm-access-token, huggingface-access-token,
-pypi-upload-token, jwt, private-key) and detect-secrets' plugins (aws, github_token,
+gcp-api-key, stripe-access-token, npm-access-token, huggingface-access-token, jwt,
+private-key, curl-auth-header) and detect-secrets' plugins (aws, github_token,
 gitlab_token, openai, slack, stripe, private_key, jwt, basic_auth, keyword). Secret-named
 assignments use gitleaks' generic-api-key keywords and its `^[a-zA-Z_.-]+$` allowlist.
 They are hand-written, not loaded from detect-secrets at run time: that library scans
@@ -22,42 +21,57 @@ two to three orders of magnitude slower (bench/bench_redact.py) and its keyword 
 cannot tell `password = get_password()` from a literal.
 
 Why it is fast. CPython's `re` skips ahead quickly only when a pattern starts with a
-literal character; a pattern that starts with a character class costs a few
-nanoseconds per byte however rare its characters are. So the patterns are grouped into
-a few passes that each start on one literal anchor: "-" and "_" after a vendor prefix
-(checked by a fixed-width lookbehind), "A" of AKIA/AIza, "eyJ" of a JWT, "earer" of
-Bearer, the "=" or ":" after a secret-named key, "@" of an e-mail, "/" of a home path.
-All the judgement (word boundaries, placeholders, identifiers versus literals) runs in
-Python only on the rare matches. A text with no candidate costs one fast scan per pass.
+literal character; a pattern that starts with a character class (one combined
+prefilter regex, say) costs a few nanoseconds per byte however rare its characters
+are, and `in` checks for a keyword list measured no faster. So the patterns are grouped
+into fifteen passes that each start on one literal anchor: a vendor prefix (`sk-`,
+`gl`, `xox`), the "_" after one (`ghp_`, `npm_`), "A" of AKIA/AIza, `eyJ` of a JWT,
+`earer` of Bearer, the "=" or ":" after a secret-named key, "@" of an e-mail, "/" of a
+home path, the newline before an `ls -l` line. Fixed-width lookbehinds reject most
+anchors inside `re`; the judgement (word boundaries, placeholders, identifiers versus
+literals) runs in Python only on the rare matches. A text with no candidate costs one
+fast C-level scan per pass: about 2 µs for a short text, roughly 100 MB/s on
+event-sized texts (bench/bench_redact.py).
 
 Why it is safe inside JSON strings. No placeholder holds a quote, a backslash or a
 brace; a replaced span never holds an unescaped quote, never starts on the second
-character of a backslash escape and never ends inside one. So redacting a canonical
+character of a backslash escape and never ends inside one, so redacting a canonical
 JSON string leaves valid JSON, e.g. `{"cmd": "export OPENAI_API_KEY=sk-... && run"}`.
-Redaction is deterministic and idempotent: placeholders never match again.
+Keys and quoted values are recognized up to two levels of JSON nesting (`\\"password\\"`).
+Redaction is deterministic and idempotent: placeholders never match again, and when a
+finding was glued to another candidate the text is scanned once more, so the second
+candidate is judged as it will stand after the first is replaced.
 
-Decisions on ambiguous values of secret-named keys (`password=`, `api_key:`,
-`--token x`): a value is kept when it is empty, templated (`$X`, `${X}`, `%X%`,
-`<your-password>`, `{{ x }}`), a mask (`***`), a number, a path or URL, a call or
-subscript (`get_token()`, `os.environ["X"]`), or made only of letters, spaces and
-`_ . -`: code identifiers (`anthropic_api_key`, `self.password`, `None`) and word
-placeholders (`changeme`, `your-api-key`) are worth more as training data than the
-rare all-letter password they would hide. Anything else is redacted, however weak
-(`password=hunter2`). A connection-string password (`postgres://u:pw@host`) is always
-a literal, so only a templated one is kept. AWS's documentation keys, which end in
-`EXAMPLE`, are kept, as gitleaks does. `git@...` and `noreply@...` addresses are not
-personal and are kept. Bare `key=` and `pass=` are too common in code to judge.
+Decisions on ambiguous cases. The value of a secret-named key (`password=`, `api_key:`,
+`--token x`) is kept when it is empty, templated (`$X`, `${X}`, `%X%`, `{{ x }}`,
+`<your-password>`), a mask (`***`), a number, a path or URL, a call or subscript
+(`get_token()`, `os.environ["X"]`), or made only of letters, spaces and `_ . -`: code
+identifiers (`anthropic_api_key`, `self.password`, `None`) and word placeholders
+(`changeme`, `your-api-key`) are worth more as training data than the rare all-letter
+password they would let through. Anything else is redacted, however weak
+(`password=hunter2`). Bare `key=` and `pass=` are too common in code to judge, so they
+are left alone. A password in a connection string (after `user:`, before `@host`) is
+always a literal, so only a templated one is kept. AWS's documentation keys (ending in
+`EXAMPLE`) are kept, as gitleaks does. `git@...` and `noreply@...` addresses are not
+personal and are kept. Login names are replaced in /home/NAME, /Users/NAME,
+C:\\Users\\NAME, Claude Code's encoded project folders (-home-NAME-repo; a name holding
+"_" or "." is encoded as "-", so only its first part can be told apart) and the owner
+and same-named group columns of `ls -l` listings; system accounts (root, nobody,
+_spotlight, ...) are kept.
 """
 
 from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 Span = tuple[int, int, str]  # start, end, kind
-Resolver = Callable[[str, re.Match[str]], Span | None]
+Resolver = Callable[[str, re.Match[str]], tuple[Span, ...]]
 
+# Every kind a count can name. "password" and "secret" are values of secret-named keys
+# (password=, API_KEY=, client_secret:, --token x); "auth_header" is a non-Bearer
+# Authorization credential; "home_user" is a login name (home path or `ls -l` owner).
 KINDS: tuple[str, ...] = (
     "private_key",
     "jwt",
@@ -70,11 +84,9 @@ KINDS: tuple[str, ...] = (
     "slack_token",
     "slack_webhook",
     "google_api_key",
-    "google_oauth_secret",
     "stripe_key",
     "npm_token",
     "huggingface_token",
-    "pypi_token",
     "bearer_token",
     "auth_header",
     "url_password",
@@ -94,6 +106,7 @@ def placeholder(kind: str) -> str:
 _ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 _WORD = _ALNUM | {"_"}
 _PATH_WORD = _WORD | {".", "-"}
+_NONE: tuple[Span, ...] = ()
 
 
 def _escaped(text: str, i: int) -> bool:
@@ -120,10 +133,18 @@ def _starts_token(text: str, i: int, word: frozenset[str] = _WORD) -> bool:
     return True
 
 
+def _one(start: int, end: int, kind: str) -> tuple[Span, ...]:
+    return ((start, end, kind),)
+
+
 # --- Values of secret-named keys, shared by the "=", ":" and "--flag" passes -------
-_QUOTED = r"(?P<q>\\?[\"'`])(?P<qv>(?:[^\"'`\\\r\n]|\\[^\r\n]){1,512}?)(?P=q)"
+# A double quote may carry 0, 1 or 3 backslashes: plain text, a JSON string, a JSON
+# string inside a JSON string. `_value_span` checks that the closing quote is real.
+_QUOTED = r"(?P<q>(?:\\{3}|\\)?\"|['`])(?P<qv>(?:[^\"'`\\\r\n]|\\[^\r\n]){1,512}?)(?P=q)"
 _UNQUOTED = r"(?P<uv>[^\s\"'`\\,;(){}\[\]<>|&]{1,512})"
-_VALUE = rf"(?:{_QUOTED}|{_UNQUOTED})"
+# A lookahead, so that a value judged a reference is not consumed: "a=$X_b=..." still
+# shows the pass the "b=" inside it.
+_VALUE = rf"(?=(?:{_QUOTED}|{_UNQUOTED}))"
 # gitleaks' generic-api-key keywords, narrowed to the ones whose value is the secret;
 # "key" counts only after api/secret/access/private/... (see _SECRET_KEY_NAMES).
 _KEYWORDS = ("password", "passwd", "pwd", "secret", "token", "key")
@@ -148,8 +169,19 @@ def _lookbehind_any(literals: list[str]) -> str:
     return f"(?i:{'|'.join(parts)})"
 
 
-def _keyword_ends(separator: str, closers: tuple[str, ...]) -> str:
-    return _lookbehind_any([kw + closer + separator for kw in _KEYWORDS for closer in closers])
+def _names_end(names: tuple[str, ...], closers: tuple[str, ...], separator: str) -> str:
+    """A test that one of `names`, then a closer (quote, space), then `separator` ends here.
+
+    A one-character class on the names' last letter runs first, so most separators in
+    ordinary text are rejected before the per-name lookbehinds.
+    """
+    last_letters = "".join(sorted({c for name in names for c in (name[-1].lower(), name[-1].upper())}))
+    parts = [
+        f"(?<=[{last_letters}]{re.escape(closer + separator)})"
+        + _lookbehind_any([name + closer + separator for name in names])
+        for closer in closers
+    ]
+    return f"(?:{'|'.join(parts)})"
 
 
 _WORDISH = frozenset("_.- ")
@@ -176,20 +208,20 @@ def _identifier_before(text: str, end: int) -> str:
     return text[start:end]
 
 
-def _keyword_at(text: str, end: int) -> tuple[int, str, str] | None:
-    """The secret-named key ending at `end`: its start, its text and the kind of its value."""
+def _keyword_at(text: str, end: int) -> tuple[int, str] | None:
+    """The secret-named key ending at `end`: its start and the kind of its value."""
     for kw in _KEYWORDS:
         start = end - len(kw)
-        if start >= 0 and text[start:end].lower() == kw:
-            word = text[start:end]
-            if kw == "key":
-                name = (_identifier_before(text, start) + kw).lower()
-                if not name.replace("_", "").replace("-", "").replace(".", "").endswith(_SECRET_KEY_NAMES):
-                    return None  # key=..., monkey: ..., sort(key=...)
-                return start, word, "secret"
-            if not _keyword_boundary(text, start, word):
-                return None
-            return start, word, "password" if kw.startswith("p") else "secret"
+        if start < 0 or text[start:end].lower() != kw:
+            continue
+        if kw == "key":
+            name = (_identifier_before(text, start) + kw).lower()
+            if not name.replace("_", "").replace("-", "").replace(".", "").endswith(_SECRET_KEY_NAMES):
+                return None  # key=..., monkey: ..., sort(key=...)
+            return start, "secret"
+        if not _keyword_boundary(text, start, text[start:end]):
+            return None
+        return start, "password" if kw.startswith("p") else "secret"
     return None
 
 
@@ -209,26 +241,56 @@ def _keyword_boundary(text: str, start: int, word: str) -> bool:
     return c.islower() and word.islower() and word != "pwd"  # dbpassword, mytoken
 
 
-def _value_span(text: str, m: re.Match[str], kind: str, name: str) -> Span | None:
+def _closing_quote(text: str, q: str, start: int, end: int) -> int:
+    """Where a value opened by an escaped quote `q` really ends, given the regex's `end`.
+
+    A closing quote at nesting level L is 2**L - 1 backslashes and the quote; more
+    backslashes before it (modulo 2**(L+1)) mean it is escaped inside the value. The
+    search stops at an unescaped quote, which would end the enclosing JSON string.
+    """
+    b = len(q) - 1
+    limit = min(len(text), start + 512)
+    newline = text.find("\n", start, limit)
+    if newline != -1:
+        limit = newline
+    i = end + b
+    while start <= i < limit:
+        run = 0
+        while i - run > 0 and text[i - run - 1] == "\\":
+            run += 1
+        if run % 2 == 0:
+            break
+        if run % (2 * (b + 1)) == b:
+            return i - b
+        i = text.find('"', i + 1, limit)
+    return end
+
+
+def _value_span(text: str, m: re.Match[str], kind: str, name: str) -> tuple[Span, ...]:
     """The span of the value assigned to secret-named key `name`, unless it is a reference."""
     if m.group("uv") is not None:
-        value, start, end = m.group("uv"), m.start("uv"), m.end("uv")
+        start, end = m.span("uv")
         if end < len(text) and text[end] in "([":
-            return None  # get_token(), os.environ["X"]
-        stripped = value.rstrip(".")
-        end -= len(value) - len(stripped)
-        value = stripped
+            return _NONE  # get_token(), os.environ["X"]
+        while end > start and text[end - 1] == ".":
+            end -= 1
     else:
-        value, start, end = m.group("qv"), m.start("qv"), m.end("qv")
+        start, end = m.span("qv")
+        q = m.group("q")
+        if q[-1] == '"' and text[start:end].lstrip()[:1] in (",", ":", "]", "}"):
+            return _NONE  # the quote closed an enclosing JSON string: this is JSON, not a value
+        if len(q) > 1:
+            end = _closing_quote(text, q, start, end)
+    value = text[start:end]
     if _is_reference(value) or value.endswith(("EXAMPLE", "EXAMPLEKEY")):
-        return None
-    if name.lower() == "pwd" and value.startswith(("/", "~")):
-        return None  # PWD=/home/... is the working directory
+        return _NONE
+    if name.lower().endswith("pwd") and value.startswith(("/", "~")):
+        return _NONE  # PWD=/home/... is the working directory
     if _AWS_SECRET.fullmatch(value):
         full = name.lower().replace("_", "").replace("-", "")
         if "aws" in full or "secretaccesskey" in full:
             kind = "aws_secret_key"
-    return start, end, _vendor_kind(value) or kind
+    return _one(start, end, _vendor_kind(value) or kind)
 
 
 # --- Passes "sk-", "gl", "x": OpenAI/Anthropic, GitLab and Slack tokens ----------------
@@ -236,39 +298,35 @@ _SK = re.compile(
     r"sk-(?:ant-[A-Za-z0-9_-]{20,}|(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}"
     r"|or-v1-[a-f0-9]{64}|[A-Za-z0-9]{32,})"
 )
-_GL = re.compile(r"gl(?:pat|dt|ft|rt|soat|cbt|ptt|imt|oas|agent|ffct)-[A-Za-z0-9_-]{20,300}(?:\.[0-9a-z]{9})?")
+_GL = re.compile(
+    r"gl(?:pat|dt|ft|rt|soat|cbt|ptt|imt|oas|agent|ffct)-[A-Za-z0-9_-]{20,300}(?:\.[0-9a-z]{9})?"
+)
 _X = re.compile(r"x(?:ox[abposre]-[A-Za-z0-9-]{10,}|app-\d-[A-Za-z0-9-]{10,})")
 
 
-def _prefixed_span(text: str, m: re.Match[str]) -> Span | None:
+def _prefixed_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     if not _starts_token(text, m.start()):
-        return None
+        return _NONE
     token = m.group()
     if token.startswith("sk-"):
         kind = "anthropic_key" if token.startswith("sk-ant-") else "openai_key"
     else:
         kind = "gitlab_token" if token.startswith("gl") else "slack_token"
-    return m.start(), m.end(), kind
+    return _one(m.start(), m.end(), kind)
 
 
-# --- Pass "-": PEM blocks, --secret flags, encoded home folders, Google/PyPI tokens ---
-_DASH = re.compile(
-    r"-(?:"
-    r"----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
-    r"(?P<pem>[^\"]*?(?=-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----)"
-    r"|(?:[A-Za-z0-9+/=\r\n]|\\[nr])*)"
-    # Claude Code names project folders after the path with every separator as "-"
-    # (-home-marco-repo, C--Users-bob-repo). Only the first part of the name can be
-    # told apart: Nikita_Levyankov is encoded as Nikita-Levyankov.
-    r"|(?:home|Users)-(?P<enc>[A-Za-z0-9]+)(?=[-/\\\"'\s]|$)"
-    r"|-(?P<flag>[A-Za-z0-9_-]{1,40})(?<=[dDnNtTyY])[ \t]+"
-    rf"{_VALUE}"
-    r"|(?<=GOCSPX-)(?P<gocspx>[A-Za-z0-9_-]{28})"
-    r"|(?<=pypi-)(?P<pypi>AgE[A-Za-z0-9_-]{50,})"
-    r")"
+# --- Pass "_": tokens whose vendor prefix ends in "_" -----------------------------------
+_UNDERSCORE = re.compile(
+    r"_(?=[A-Za-z0-9]{10})(?:"
+    r"(?<=gh[pousr]_)[A-Za-z0-9]{36,255}"
+    r"|(?<=github_pat_)[A-Za-z0-9_]{22,255}"
+    r"|(?<=npm_)[A-Za-z0-9]{36}(?![A-Za-z0-9])"
+    r"|(?<=hf_)[A-Za-z0-9]{30,}"
+    r"|(?<=whsec_)[A-Za-z0-9]{32,}"
+    r"|(?:(?<=k_live_)|(?<=k_test_))[A-Za-z0-9]{10,})"
 )
-# The vendor prefix that ends at a "_" anchor, and its kind (else ghp_, gho_, ...).
-_ANCHORED_PREFIXES: tuple[tuple[str, str], ...] = (
+# The vendor prefix that ends at the "_" anchor, and its kind (else ghp_, gho_, ...).
+_UNDERSCORE_PREFIXES: tuple[tuple[str, str], ...] = (
     ("github_pat_", "github_token"),
     ("npm_", "npm_token"),
     ("hf_", "huggingface_token"),
@@ -282,147 +340,146 @@ _ANCHORED_PREFIXES: tuple[tuple[str, str], ...] = (
 )
 
 
-def _anchored_token(text: str, anchor: int, end: int) -> Span | None:
-    """The token whose "_" anchor is at `anchor`, from its vendor prefix on."""
-    for prefix, kind in _ANCHORED_PREFIXES:
-        start = anchor + 1 - len(prefix)
-        if text.startswith(prefix, start):
+def _underscore_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    anchor = m.start()
+    start, kind = anchor - 3, "github_token"  # ghp_, gho_, ghu_, ghs_, ghr_
+    for prefix, prefix_kind in _UNDERSCORE_PREFIXES:
+        if text.startswith(prefix, anchor + 1 - len(prefix)):
+            start, kind = anchor + 1 - len(prefix), prefix_kind
             break
-    else:
-        start, kind = anchor - 3, "github_token"  # ghp_, gho_, ghu_, ghs_, ghr_
-    if not _starts_token(text, start):
-        return None
-    return start, end, kind
-
-
-def _dash_span(text: str, m: re.Match[str]) -> Span | None:
-    if m.group("pem") is not None:
-        start, end = m.span("pem")
-        body = text[start:end]
-        if not body.strip(" \t\r\n\\nr") or body.startswith("[REDACTED"):
-            return None
-        return start, end, "private_key"
-    if m.group("enc") is not None:
-        i = m.start()
-        if i > 0 and text[i - 1] == "-":
-            if not (i >= 2 and text[i - 2].isalpha() and _starts_token(text, i - 2, _PATH_WORD)):
-                return None  # only the drive of C--Users-bob may stand before
-        elif not _starts_token(text, i, _PATH_WORD):
-            return None
-        return _user_span(m, "enc")
-    if m.group("flag") is not None:
-        found = _keyword_at(text, m.end("flag"))
-        if found is None or not _starts_token(text, m.start(), _PATH_WORD):
-            return None
-        return _value_span(text, m, found[2], m.group("flag"))
-    group, kind = ("gocspx", "google_oauth_secret") if m.group("gocspx") else ("pypi", "pypi_token")
-    start = m.start(group) - (7 if group == "gocspx" else 5)
-    return (start, m.end(group), kind) if _starts_token(text, start) else None
-
-
-# --- Pass "_": underscore-anchored tokens --------------------------------------------
-_UNDERSCORE = re.compile(
-    r"_(?=[A-Za-z0-9]{10})(?:"
-    r"(?<=gh[pousr]_)[A-Za-z0-9]{36,255}"
-    r"|(?<=github_pat_)[A-Za-z0-9_]{22,255}"
-    r"|(?<=npm_)[A-Za-z0-9]{36}(?![A-Za-z0-9])"
-    r"|(?<=hf_)[A-Za-z0-9]{30,}"
-    r"|(?<=whsec_)[A-Za-z0-9]{32,}"
-    r"|(?:(?<=k_live_)|(?<=k_test_))[A-Za-z0-9]{10,})"
-)
-
-
-def _underscore_span(text: str, m: re.Match[str]) -> Span | None:
-    return _anchored_token(text, m.start(), m.end())
+    return _one(start, m.end(), kind) if _starts_token(text, start) else _NONE
 
 
 # --- Pass "A": AWS access key ids and Google API keys ---------------------------------
-_A = re.compile(r"A(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])|AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])")
+_A = re.compile(
+    r"A(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])|AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"
+)
 
 
-def _a_span(text: str, m: re.Match[str]) -> Span | None:
+def _a_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     token = m.group()
     if not _starts_token(text, m.start()):
-        return None
+        return _NONE
     if token.startswith("AIza"):
-        return m.start(), m.end(), "google_api_key"
+        return _one(m.start(), m.end(), "google_api_key")
     if token.endswith("EXAMPLE"):
-        return None  # AWS's documentation key, allowlisted by gitleaks too
-    return m.start(), m.end(), "aws_access_key"
+        return _NONE  # AWS's documentation key, allowlisted by gitleaks too
+    return _one(m.start(), m.end(), "aws_access_key")
 
 
 # --- Pass "eyJ": JSON Web Tokens ------------------------------------------------------
 _JWT = re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")
 
 
-def _jwt_span(text: str, m: re.Match[str]) -> Span | None:
-    return (m.start(), m.end(), "jwt") if _starts_token(text, m.start()) else None
+def _jwt_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    return _one(m.start(), m.end(), "jwt") if _starts_token(text, m.start()) else _NONE
+
+
+# --- Pass "-": PEM blocks, --secret flags, encoded home folders ------------------------
+_DASH = re.compile(
+    r"-(?:"
+    r"----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
+    r"(?P<pem>[^\"]*?(?=-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----)"
+    r"|(?:[A-Za-z0-9+/=\r\n]|\\[nr])*)"
+    r"|-(?P<flag>[A-Za-z0-9][A-Za-z0-9_-]{0,39}+)(?<=[dDnNtTyY])[ \t]+"
+    rf"{_VALUE}"
+    r"|(?:home|Users)-(?P<enc>[A-Za-z0-9]+)(?=[-/\\\"'\r\n]|$)"
+    r")"
+)
+
+
+def _dash_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    if m.group("pem") is not None:
+        start, end = m.span("pem")
+        body = text[start:end]
+        if not body.strip(" \t\r\n\\nr") or body.startswith("[REDACTED"):
+            return _NONE
+        return _one(start, end, "private_key")
+    if m.group("flag") is not None:
+        found = _keyword_at(text, m.end("flag"))
+        if found is None or not _starts_token(text, m.start(), _PATH_WORD):
+            return _NONE
+        return _value_span(text, m, found[1], m.group("flag"))
+    i = m.start()
+    if i > 0 and text[i - 1] == "-":
+        if not (i >= 2 and text[i - 2].isalpha() and _starts_token(text, i - 2, _PATH_WORD)):
+            return _NONE  # only the drive of C--Users-bob may stand before
+    elif not _starts_token(text, i, _PATH_WORD):
+        return _NONE
+    return _user_span(m, "enc")
 
 
 # --- Pass "earer": bearer tokens --------------------------------------------------------
 _BEARER = re.compile(r"earer(?<=[Bb]earer)[ \t]+(?P<token>[A-Za-z0-9._~+/-]{16,}=*)")
 
 
-def _bearer_span(text: str, m: re.Match[str]) -> Span | None:
+def _bearer_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     token = m.group("token")
     if not _starts_token(text, m.start() - 1, _ALNUM) or _is_reference(token):
-        return None  # prose: "Bearer authentication"; placeholders: "Bearer YOUR_TOKEN"
-    return m.start("token"), m.end("token"), _vendor_kind(token) or "bearer_token"
+        return _NONE  # prose: "Bearer authentication"; placeholders: "Bearer YOUR_TOKEN"
+    return _one(m.start("token"), m.end("token"), _vendor_kind(token) or "bearer_token")
 
 
 # --- Pass "=": password=..., API_KEY = "...", 'token' => '...' --------------------------
 _EQUALS = re.compile(
-    r"=(?<=[dDnNtTyY\"' ]=)(?:" + _keyword_ends("=", ("", " ", '"', "'", '" ', "' ")) + r")>?(?!=)[ \t]*" + _VALUE
+    r"=(?<=[dDnNtTyY ]=)" + _names_end(_KEYWORDS, ("", " ", '" ', "' "), "=") + r">?(?!=)[ \t]*" + _VALUE
 )
 
 
-def _equals_span(text: str, m: re.Match[str]) -> Span | None:
+def _equals_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     end = m.start()
     while end > 0 and text[end - 1] in " \"'\\":
         end -= 1
     found = _keyword_at(text, end)
     if found is None:
-        return None
-    start, _, kind = found
-    return _value_span(text, m, kind, _identifier_before(text, start) + found[1])
+        return _NONE
+    return _value_span(text, m, found[1], _identifier_before(text, end))
 
 
 # --- Pass ":": key: value, typed `password: str = "..."`, Authorization headers,
 # URL credentials and Slack webhooks, Windows home folders ------------------------------
+_COLON_CLOSERS = ("", '"', "'", '\\"', '\\\\\\"')
 _COLON = re.compile(
-    r":(?:"
-    r"//(?:hooks\.slack\.com/(?:services|workflows|triggers)/(?P<hook>[A-Za-z0-9+/_-]{20,})"
-    r"|[^\s:@/\"'\\<>]*:(?P<pw>[^\s@/\"'\\<>]+)@)"
-    r"|\\+(?:[Uu]sers|USERS)\\+"
-    r"(?P<win>[\w-]+(?:\.[\w-]+)*(?: [\w-]+(?:\.[\w-]+)*)*(?=\\)|[\w-]+(?:\.[\w-]+)*)"
-    r"|(?<=[dDnNtTyY\"' ]:)(?:" + _lookbehind_any(["authorization:", 'authorization":', "authorization':", 'authorization\\":'])
-    + r"[ \t]*\\?[\"']?(?P<scheme>[A-Za-z]+)[ \t]+(?P<cred>[A-Za-z0-9._~+/-]{8,}=*)"
-    r"|" + _keyword_ends(":", ("", " ", '"', "'", '\\"'))
-    + r"(?:[ \t]*[A-Za-z_][A-Za-z0-9_.\[\], |]{0,40}?[ \t]*=(?!=)|=|(?![:=]))[ \t]*"
+    # Most colons in text (JSON keys, times, URLs) fail the first one-character test.
+    r":(?:(?<=[dDnNtTyY\"']:)(?:"
+    + _names_end(("authorization",), _COLON_CLOSERS, ":")
+    + r"[ \t]*(?:\\{3}|\\)?[\"']?(?P<scheme>[A-Za-z]+)[ \t]+(?P<cred>[A-Za-z0-9._~+/-]{8,}=*)"
+    r"|"
+    + _names_end(_KEYWORDS, _COLON_CLOSERS, ":")
+    # Atomic: once `name: Type =` is seen, its value is the one after "=", even when
+    # that value is rejected, so a second redaction decides as the first did.
+    + r"(?>[ \t]*[A-Za-z_][A-Za-z0-9_.\[\], |]{0,40}?[ \t]*=(?!=)|=|(?![:=]))[ \t]*"
     + _VALUE
-    + r"))"
+    + r")"
+    r"|//(?:hooks\.slack\.com/(?:services|workflows|triggers)/(?P<hook>[A-Za-z0-9+/_-]{20,})"
+    r"|[^\s:@/\"'\\<>\[\]]*:(?P<pw>[^\s@/\"'\\<>]+)@)"
+    r"|(?P<sep1>\\+)(?:[Uu]sers|USERS)(?P<sep2>\\+)"
+    r"(?P<win>[\w-]+(?:\.[\w-]+)*(?: [\w-]+(?:\.[\w-]+)*)*(?=\\)|[\w-]+(?:\.[\w-]+)*)"
+    r")"
 )
 
 
-def _colon_span(text: str, m: re.Match[str]) -> Span | None:
+def _colon_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     if m.group("hook") is not None:
-        return m.start("hook"), m.end("hook"), "slack_webhook"
+        return _one(m.start("hook"), m.end("hook"), "slack_webhook")
     if m.group("pw") is not None:
         pw = m.group("pw")
         if pw.startswith(("[REDACTED", "$", "%", "{", "<")) or all(c in _MASK for c in pw):
-            return None
-        return m.start("pw"), m.end("pw"), _vendor_kind(pw) or "url_password"
+            return _NONE
+        return _one(m.start("pw"), m.end("pw"), _vendor_kind(pw) or "url_password")
     if m.group("win") is not None:
         i = m.start()
         if i < 1 or not text[i - 1].isalpha() or not _starts_token(text, i - 1):
-            return None  # the drive letter of C:\Users\bob
+            return _NONE  # the drive letter of C:\Users\bob
+        if len(m.group("sep1")) != len(m.group("sep2")):
+            return _NONE  # C:\\Users\\\n: the last backslash starts a JSON escape
         return _user_span(m, "win")
     if m.group("cred") is not None:
         cred = m.group("cred")
         if _is_reference(cred):
-            return None
+            return _NONE
         kind = "bearer_token" if m.group("scheme").lower() == "bearer" else "auth_header"
-        return m.start("cred"), m.end("cred"), _vendor_kind(cred) or kind
+        return _one(m.start("cred"), m.end("cred"), _vendor_kind(cred) or kind)
     return _equals_span(text, m)
 
 
@@ -436,107 +493,174 @@ _EMAIL_LOCAL = re.compile(r"[A-Za-z0-9._%+-]{1,64}\Z")
 _NOT_PERSONAL_LOCAL = ("git", "noreply", "no-reply")  # git@github.com remotes, commit trailers
 
 
-def _email_span(text: str, m: re.Match[str]) -> Span | None:
+def _email_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     at = m.start()
     local = _EMAIL_LOCAL.search(text, max(0, at - 64), at)
     if local is None:
-        return None
+        return _NONE
     start = local.start()
     if _escaped(text, start):
         start += 1  # "\nmarco@..." inside a JSON string: the n belongs to the escape
     while start < at and text[start] in "._%+-":
         start += 1
     if start == at or text[at - 1] == "." or text[start:at].lower() in _NOT_PERSONAL_LOCAL:
-        return None
-    return start, m.end(), "email"
+        return _NONE
+    return _one(start, m.end(), "email")
 
 
-# --- Pass "/": user names in /home/<user> and /Users/<user> -----------------------------
+# --- Pass "/": login names in /home/NAME and /Users/NAME --------------------------------
 _HOME = re.compile(r"/(?:home|Users)/(?P<home>[\w-]+(?:\.[\w-]+)*)")
 _NOT_USERS = frozenset({"Shared", "linuxbrew"})  # macOS's shared folder, Homebrew on Linux
 _MOUNT_PREFIX = re.compile(r"(?:/mnt/[A-Za-z]|/var)\Z")  # WSL's /mnt/c/Users, Silverblue's /var/home
 
 
-def _home_span(text: str, m: re.Match[str]) -> Span | None:
+def _home_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     i = m.start()
     if not _starts_token(text, i, _PATH_WORD) and _MOUNT_PREFIX.search(text, max(0, i - 6), i) is None:
-        return None  # a URL path such as example.com/home/index.html
+        return _NONE  # a URL path such as example.com/home/index.html
     return _user_span(m, "home")
 
 
-def _user_span(m: re.Match[str], group: str) -> Span | None:
+def _user_span(m: re.Match[str], group: str) -> tuple[Span, ...]:
     if m.group(group) in _NOT_USERS:
-        return None
-    return m.start(group), m.end(group), "home_user"
+        return _NONE
+    return _one(m.start(group), m.end(group), "home_user")
 
 
-# Priority order: where two findings overlap, the earlier pass wins.
-_PASSES: tuple[tuple[re.Pattern[str], Resolver], ...] = (
+# --- Passes "\n": the owner (and same-named group) columns of `ls -l` lines, after a
+# newline, after a newline escaped inside a JSON string (at any depth), or first ------
+_LS_BODY = (
+    r"[-dlcbps][rwxsStT-]{9}[@+.]?[ \t]+\d+[ \t]+(?P<owner>[A-Za-z][A-Za-z0-9_.-]*)"
+    r"[ \t]+(?P<group>[A-Za-z_][A-Za-z0-9_.-]*)[ \t]+\d"
+)
+_LS_LINE = re.compile("\n" + _LS_BODY)
+_LS_JSON_LINE = re.compile(r"\\n" + _LS_BODY)
+_LS_FIRST_LINE = re.compile(_LS_BODY)
+_SYSTEM_ACCOUNTS = frozenset({"root", "nobody", "daemon", "bin", "sys", "www-data", "admin", "wheel"})
+
+
+def _ls_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    owner = m.group("owner")
+    if owner in _SYSTEM_ACCOUNTS:
+        return _NONE
+    spans = [(m.start("owner"), m.end("owner"), "home_user")]
+    if m.group("group") == owner:
+        spans.append((m.start("group"), m.end("group"), "home_user"))
+    return tuple(spans)
+
+
+_TOKEN_PASSES: tuple[tuple[re.Pattern[str], Resolver], ...] = (
     (_SK, _prefixed_span),
     (_GL, _prefixed_span),
     (_X, _prefixed_span),
     (_UNDERSCORE, _underscore_span),
     (_A, _a_span),
     (_JWT, _jwt_span),
+)
+# Priority order: where two findings overlap, the earlier pass wins.
+_PASSES: tuple[tuple[re.Pattern[str], Resolver], ...] = (
+    *_TOKEN_PASSES,
     (_DASH, _dash_span),
     (_BEARER, _bearer_span),
     (_EQUALS, _equals_span),
     (_COLON, _colon_span),
     (_EMAIL, _email_span),
     (_HOME, _home_span),
+    (_LS_LINE, _ls_span),
+    (_LS_JSON_LINE, _ls_span),
+    (_LS_FIRST_LINE, _ls_span),
 )
-_TOKEN_PASSES = _PASSES[:7]
+_PERSONAL_PASSES = {"email": (_EMAIL,), "home_user": (_HOME, _LS_LINE, _LS_JSON_LINE, _LS_FIRST_LINE)}
+# What may follow a finding and start another one whose judgement looks behind it.
+_GLUED_STARTS = ("--", "/home/", "/Users/", "-home-", "-Users-")
+_MAX_ROUNDS = 4
 
 
 def _vendor_kind(value: str) -> str | None:
     """The token kind when a whole value (of a password=, a URL, a bearer) is a known token."""
     for pattern, resolve in _TOKEN_PASSES:
         for m in pattern.finditer(value):
-            span = resolve(value, m)
-            if span is not None and span[0] == 0 and span[1] == len(value):
-                return span[2]
+            for start, end, kind in resolve(value, m):
+                if start == 0 and end == len(value):
+                    return kind
     return None
 
 
+def _scanners(
+    pattern: re.Pattern[str],
+) -> tuple[Callable[[str], re.Match[str] | None], Callable[[str, int], Iterable[re.Match[str]]]]:
+    """A pass's search and finditer; the first line of a listing is only looked for at 0."""
+    if pattern is not _LS_FIRST_LINE:
+        return pattern.search, pattern.finditer
+
+    def at_start(text: str, pos: int = 0) -> tuple[re.Match[str], ...]:
+        m = pattern.match(text)
+        return (m,) if m is not None else ()
+
+    return pattern.match, at_start
+
+
 class Redactor:
-    """Replaces secrets (always) and e-mail addresses and home-folder user names (switchable)."""
+    """Replaces secrets (always) and e-mail addresses and login names (switchable)."""
 
     def __init__(self, *, emails: bool = True, home_paths: bool = True) -> None:
-        self._skip = frozenset(
-            kind for kind, on in (("email", emails), ("home_user", home_paths)) if not on
-        )
+        self._skip = frozenset(kind for kind, on in (("email", emails), ("home_user", home_paths)) if not on)
+        skipped_passes = {p for kind in self._skip for p in _PERSONAL_PASSES[kind]}
         self._passes = tuple(
-            (pattern, resolve)
-            for pattern, resolve in _PASSES
-            if not (pattern is _EMAIL and not emails) and not (pattern is _HOME and not home_paths)
+            (*_scanners(pattern), resolve) for pattern, resolve in _PASSES if pattern not in skipped_passes
         )
 
     def redact(self, text: str) -> tuple[str, dict[str, int]]:
         """The text with every finding replaced, and how many of each kind were replaced."""
+        text, counts, settled = self._round(text)
+        for _ in range(_MAX_ROUNDS - 1):
+            if settled:
+                break
+            text, found, settled = self._round(text)
+            for kind, n in found.items():
+                counts[kind] = counts.get(kind, 0) + n
+        return text, counts
+
+    def _round(self, text: str) -> tuple[str, dict[str, int], bool]:
+        """One scan by every pass; `settled` is False when a second scan could find more.
+
+        A finding glued to a word, or a candidate cut off by an overlapping finding, is
+        judged by what stood next to it; once that neighbour is a placeholder the
+        judgement can change, so the text is scanned again (rare in real transcripts).
+        """
         starts: list[int] = []
         spans: list[Span] = []
-        for pattern, resolve in self._passes:
-            first = pattern.search(text)
+        settled = True
+        for search, finditer, resolve in self._passes:
+            first = search(text)  # cheaper than an empty finditer
             if first is None:
                 continue
-            for m in pattern.finditer(text, first.start()):
-                span = resolve(text, m)
-                if span is None or span[2] in self._skip:
-                    continue
-                i = bisect.bisect_left(starts, span[0])
-                if (i > 0 and spans[i - 1][1] > span[0]) or (i < len(spans) and spans[i][0] < span[1]):
-                    continue  # overlaps a finding of an earlier pass
-                starts.insert(i, span[0])
-                spans.insert(i, span)
+            for m in finditer(text, first.start()):
+                for span in resolve(text, m):
+                    if span[2] in self._skip:
+                        continue
+                    start, end, _ = span
+                    i = bisect.bisect_left(starts, start)
+                    before = spans[i - 1] if i > 0 and spans[i - 1][1] > start else None
+                    after = spans[i] if i < len(spans) and spans[i][0] < end else None
+                    if before is None and after is None:
+                        starts.insert(i, start)
+                        spans.insert(i, span)
+                    elif not any(o[0] <= start and end <= o[1] for o in (before, after) if o is not None):
+                        settled = False  # partly covered: what is left may be a finding
         if not spans:
-            return text, {}
+            return text, {}, True
         parts: list[str] = []
         counts: dict[str, int] = {}
         pos = 0
         for start, end, kind in spans:
+            if (start > 0 and text[start - 1] in _WORD) or (
+                end < len(text) and (text[end] in _WORD or text.startswith(_GLUED_STARTS, end))
+            ):
+                settled = False
             parts.append(text[pos:start])
             parts.append(placeholder(kind))
             counts[kind] = counts.get(kind, 0) + 1
             pos = end
         parts.append(text[pos:])
-        return "".join(parts), counts
+        return "".join(parts), counts, settled

@@ -1,0 +1,229 @@
+"""Secret-redaction throughput: our Redactor against the pattern libraries we considered.
+
+Text: the string values of the real transcripts in ../shared/corpus/real (what an
+event's text or tool input holds; values under 32 characters, such as ids and
+timestamps, are left out), with a planted secret in one value of every 50. Every
+tool runs over the same deterministic sample; ours also runs over the whole corpus.
+Each figure is the median of 5 runs. "planted" is how many of the planted secrets a
+tool reports; "on real text" is how many findings it reports on the sample without
+the plants (the corpus holds no secrets, so these are false positives; ours counts
+only secret kinds, not e-mails or home folders).
+
+detect-secrets (in the dev extra) is measured two ways: `scan_line` with its default
+plugins and filters, which is how the library is meant to be used, and its regex
+plugins' `denylist` patterns alone applied with `re.sub`, the fastest way to reuse
+its patterns. credsweeper and trufflehog3 are measured when installed (they pin old
+dependencies, so keep them out of the project environment):
+
+    python bench/bench_redact.py
+    /path/to/other-venv/bin/python bench/bench_redact.py   # with credsweeper, trufflehog3
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from trajectory_pipeline.redact import Redactor  # noqa: E402
+
+CORPUS = ROOT.parent / "shared" / "corpus" / "real"
+SAMPLE_BYTES = 200_000
+RUNS = 5
+PERSONAL = ("email", "home_user")
+
+
+def corpus_texts() -> list[str]:
+    def walk(value: Any, out: list[str]) -> None:
+        if isinstance(value, str):
+            if len(value) >= 32:
+                out.append(value)
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item, out)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item, out)
+
+    texts: list[str] = []
+    for path in sorted(p for p in CORPUS.rglob("*") if p.is_file() and p.name != "SOURCES.md"):
+        raw = path.read_text(encoding="utf-8")
+        if path.suffix == ".jsonl":
+            for line in raw.splitlines():
+                if line.strip():
+                    walk(json.loads(line), texts)
+        elif path.suffix in (".json", ".traj"):
+            walk(json.loads(raw), texts)
+        else:
+            texts.append(raw)
+    return texts
+
+
+def planted_secrets() -> list[str]:
+    """One line per format; built by concatenation so this file trips no scanner."""
+    body = "aB3xY7kQ9" * 12
+    return [
+        "export AWS_ACCESS_KEY_ID=AKIA" + "QZ7K" * 4,
+        "git push https://gh" + "p_" + body[:36] + "@github.com/o/r",
+        "GITLAB_TOKEN=gl" + "pat-" + body[:20],
+        "ANTHROPIC_API_KEY=sk-" + "ant-api03-" + body[:93] + "AA",
+        "OPENAI_API_KEY=sk-" + body[:20] + "T3Blbk" + "FJ" + body[:20],
+        "SLACK=xo" + "xb-1234567890-1234567890123-" + body[:24],
+        "https://hooks.slack.com/services/T0" + body[:8] + "/B0" + body[:8] + "/" + body[:24],
+        "maps?key=AI" + "za" + body[:35],
+        "stripe.api_key = 'sk" + "_live_" + body[:24] + "'",
+        "//registry.npmjs.org/:_authToken=np" + "m_" + body[:36],
+        "-----BEGIN RSA " + "PRIVATE KEY-----\nMIIEow" + body + "\n-----END RSA " + "PRIVATE KEY-----",
+        "Cookie: t=eyJ" + "hbGciOiJIUzI1NiJ9.eyJ" + "zdWIiOiIxMjM0NTY3ODkwIn0." + body[:43],
+        'curl -H "Authorization: Bearer ' + body[:40] + '"',
+        "DATABASE_URL=postgres://app:s3cr3t" + "-Pw9@db:5432/app",
+        "password=" + "hunter" + "2",
+        'config = {"db_password": "c0rrect-' + 'h0rse"}',
+    ]
+
+
+def build_sample(texts: list[str], secrets: list[str]) -> tuple[list[str], list[str]]:
+    """A sample of about SAMPLE_BYTES of real text, and the same with the secrets planted."""
+    rng = random.Random(20261129)
+    sample: list[str] = []
+    size = 0
+    for text in rng.sample(texts, len(texts)):
+        if size >= SAMPLE_BYTES:
+            break
+        sample.append(text)
+        size += len(text.encode())
+    planted = list(sample)
+    for n, secret in enumerate(secrets):
+        i = (n * 50) % len(planted)
+        planted[i] = planted[i][:40] + "\n" + secret + "\n" + planted[i][40:]
+    return sample, planted
+
+
+Tool = Callable[[str], int]  # scans one text and returns its number of findings
+
+
+def ours(_: contextlib.ExitStack) -> Tool:
+    redactor = Redactor()
+
+    def scan(text: str) -> int:
+        counts = redactor.redact(text)[1]
+        return sum(n for kind, n in counts.items() if kind not in PERSONAL)
+
+    return scan
+
+
+def detect_secrets_scan_line(stack: contextlib.ExitStack) -> Tool:
+    from detect_secrets.core.scan import scan_line
+    from detect_secrets.settings import default_settings
+
+    stack.enter_context(default_settings())  # its plugins are configured globally
+
+    def scan(text: str) -> int:
+        return sum(1 for line in text.splitlines() for _ in scan_line(line))
+
+    return scan
+
+
+def detect_secrets_regexes(_: contextlib.ExitStack) -> Tool:
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    from detect_secrets.plugins.base import RegexBasedDetector
+    from detect_secrets.plugins.ip_public import IPPublicDetector
+
+    patterns = [
+        pattern
+        for plugin in get_mapping_from_secret_type_to_class().values()
+        if issubclass(plugin, RegexBasedDetector) and plugin is not IPPublicDetector
+        for pattern in plugin().denylist
+    ]
+
+    def scan(text: str) -> int:
+        found = 0
+        for pattern in patterns:
+            text, n = pattern.subn("[REDACTED]", text)
+            found += n
+        return found
+
+    return scan
+
+
+def credsweeper(_: contextlib.ExitStack) -> Tool:
+    from credsweeper import CredSweeper
+    from credsweeper.file_handler.string_content_provider import StringContentProvider
+
+    sweeper = CredSweeper()
+
+    def scan(text: str) -> int:
+        return len(sweeper.file_scan(StringContentProvider(text.splitlines(), file_path="event.txt")))
+
+    return scan
+
+
+def trufflehog3(_: contextlib.ExitStack) -> Tool:
+    from trufflehog3 import DEFAULT_RULES_FILE
+    from trufflehog3.core import load_rules
+    from trufflehog3.models import File
+    from trufflehog3.search import search
+
+    rules = load_rules(DEFAULT_RULES_FILE)
+
+    def scan(text: str) -> int:
+        return len(search(File("event.txt", content=text), rules))
+
+    return scan
+
+
+TOOLS: list[tuple[str, Callable[[contextlib.ExitStack], Tool]]] = [
+    ("trajectory_pipeline.redact (ours)", ours),
+    ("detect-secrets regex plugins, re.sub", detect_secrets_regexes),
+    ("detect-secrets scan_line (default plugins)", detect_secrets_scan_line),
+    ("credsweeper file_scan (no ML)", credsweeper),
+    ("trufflehog3 search (default rules)", trufflehog3),
+]
+
+
+def median_mb_s(scan: Tool, texts: list[str]) -> float:
+    megabytes = sum(len(t.encode()) for t in texts) / 1e6
+    seconds = []
+    for _ in range(RUNS):
+        started = time.perf_counter()
+        for text in texts:
+            scan(text)
+        seconds.append(time.perf_counter() - started)
+    return megabytes / statistics.median(seconds)
+
+
+def main() -> None:
+    texts = corpus_texts()
+    secrets = planted_secrets()
+    sample, planted = build_sample(texts, secrets)
+    megabytes = sum(len(t.encode()) for t in sample) / 1e6
+    print(f"sample: {len(sample)} texts, {megabytes:.2f} MB, {len(secrets)} planted")
+    print(f"{'tool':46s} {'MB/s':>10s} {'planted':>9s} {'on real text':>13s}")
+    for name, make in TOOLS:
+        with contextlib.ExitStack() as stack:
+            try:
+                scan = make(stack)
+            except ImportError:
+                print(f"{name:46s} {'not installed':>10s}")
+                continue
+            mb_s = median_mb_s(scan, planted)
+            caught = sum(1 for secret in secrets if scan(secret) > 0)
+            false_positives = sum(scan(text) for text in sample)
+        print(f"{name:46s} {mb_s:10.2f} {caught:>5d}/{len(secrets):<3d} {false_positives:>13d}")
+    whole = sum(len(t.encode()) for t in texts) / 1e6
+    with contextlib.ExitStack() as stack:
+        mb_s = median_mb_s(ours(stack), texts)
+    print(f"ours over the whole corpus ({len(texts)} texts, {whole:.1f} MB): {mb_s:.1f} MB/s")
+
+
+if __name__ == "__main__":
+    main()
