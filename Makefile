@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 
-.PHONY: demo test ui lint bench clean
+.PHONY: install demo test ui lint bench clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -29,9 +29,14 @@ test: install  ## the whole suite, slow end-to-end tests included
 ui: install  ## Dagster UI and daemon on http://127.0.0.1:3000
 	$(BIN)/dagster dev -h 127.0.0.1 -p 3000 -w workspace.yaml
 
-lint: install
+lint: install  ## ruff (lint and format) and mypy
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+bench: install  ## ingestion throughput and memory, redaction speed against detect-secrets
+	$(BIN)/python bench/bench_ingest.py
+	$(BIN)/python bench/bench_redact.py
 
 clean:
 	rm -rf data .dagster_home

@@ -18,7 +18,7 @@ from __future__ import annotations
 import typing
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import dagster as dg
 import pandas as pd
@@ -29,7 +29,7 @@ from pydantic import Field
 
 from trajectory_pipeline.parquet_io import SpooledParquet, move_atomic, write_table_atomic
 
-Storable = pd.DataFrame | pa.Table | SpooledParquet
+Storable: TypeAlias = pd.DataFrame | pa.Table | SpooledParquet
 
 
 class ParquetIOManager(dg.ConfigurableIOManager):
@@ -51,23 +51,7 @@ class ParquetIOManager(dg.ConfigurableIOManager):
     def handle_output(self, context: dg.OutputContext, obj: Storable | Mapping[str, Storable] | None) -> None:
         if obj is None:
             return
-        keys = list(context.asset_partition_keys) if context.has_asset_partitions else [None]
-        if isinstance(obj, Mapping):
-            missing = set(keys) - set(obj)
-            if missing:
-                raise dg.Failure(
-                    f"{context.asset_key.to_user_string()} returned no data for partitions "
-                    f"{sorted(missing)}; "
-                    "a multi-partition output must be a dict with one entry per partition in the run."
-                )
-            parts = {key: obj[key] for key in keys}
-        elif len(keys) == 1:
-            parts = {keys[0]: obj}
-        else:
-            raise dg.Failure(
-                f"{context.asset_key.to_user_string()} ran for {len(keys)} partitions but returned one "
-                f"{type(obj).__name__}; return a dict keyed by partition instead."
-            )
+        parts = self._parts(context, obj)
         written = {key: self._write(context.asset_key, key, value) for key, value in parts.items()}
         if len(written) == 1:
             context.add_output_metadata(_file_metadata(*next(iter(written.values()))))
@@ -78,6 +62,33 @@ class ParquetIOManager(dg.ConfigurableIOManager):
                 _file_metadata(path, rows, size), asset_key=context.asset_key, partition_key=key
             )
         context.add_output_metadata({"partitions_in_run": len(written)})
+
+    def _parts(
+        self, context: dg.OutputContext, obj: Storable | Mapping[str, Storable]
+    ) -> dict[str | None, Storable]:
+        """The value to store for each partition of the output (None: unpartitioned)."""
+        if not context.has_asset_partitions:
+            if isinstance(obj, Mapping):
+                raise dg.Failure(
+                    f"{context.asset_key.to_user_string()} is not partitioned; return one table."
+                )
+            return {None: obj}
+        keys = list(context.asset_partition_keys)
+        if isinstance(obj, Mapping):
+            missing = set(keys) - set(obj)
+            if missing:
+                raise dg.Failure(
+                    f"{context.asset_key.to_user_string()} returned no data for partitions "
+                    f"{sorted(missing)}; a multi-partition output must be a dict with one entry "
+                    "per partition in the run."
+                )
+            return {key: obj[key] for key in keys}
+        if len(keys) != 1:
+            raise dg.Failure(
+                f"{context.asset_key.to_user_string()} ran for {len(keys)} partitions but returned one "
+                f"{type(obj).__name__}; return a dict keyed by partition instead."
+            )
+        return {keys[0]: obj}
 
     def _write(
         self, asset_key: dg.AssetKey, partition_key: str | None, value: Storable

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 from pydantic import Field
@@ -41,7 +42,7 @@ DEFAULT_ROOTS: dict[str, str] = {
 }
 
 
-def _root_field(source: str, what: str) -> object:
+def _root_field(source: str, what: str) -> Any:
     env = f"{ENV_PREFIX}{source.upper()}_ROOT"
     return Field(
         default=os.environ.get(env, DEFAULT_ROOTS[source]),

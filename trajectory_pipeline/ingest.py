@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from trajectory_pipeline.parquet_io import BatchWriter
 from trajectory_pipeline.parsers import PARSERS, detect_source
@@ -153,7 +153,7 @@ class _DayWriter:
 
     def add_event(self, item: Event) -> None:
         counts: Counter[str] = Counter()
-        cleaned_fields: dict[str, str] = {}
+        cleaned_fields: dict[str, Any] = {}
         for name in REDACTED_FIELDS:
             value = getattr(item, name)
             if value:

@@ -1016,7 +1016,7 @@ def _codex_patch(log: _CodexLog, call: Call, clock: _Clock, ms: int, call_id: st
             "unified_diff": _unified_diff(a) if a.kind == "edit" else a.new,
             "move_path": None,
         }
-        end = {
+        end: Obj = {
             "type": "patch_apply_end",
             "call_id": call_id,
             "turn_id": log.turn_id,
@@ -1121,7 +1121,11 @@ def _exec_end(
     """The event Codex writes when a command ends; -1 marks one the user declined."""
     secs = int(seconds)
     status = "declined" if code == -1 else "completed" if code == 0 else "failed"
-    event = {"type": "exec_command_end", "call_id": call_id, "process_id": str(log.rng.randint(20000, 99999))}
+    event: Obj = {
+        "type": "exec_command_end",
+        "call_id": call_id,
+        "process_id": str(log.rng.randint(20000, 99999)),
+    }
     event |= {
         "turn_id": log.turn_id,
         "command": ["/bin/bash", "-lc", command],

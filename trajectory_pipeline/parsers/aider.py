@@ -131,7 +131,8 @@ def _is_fence(text: str) -> bool:
 def _blocks(lines: Iterator[Line | BadLine]) -> Iterator[Block | BadLine]:
     """Group lines into blocks. User input and headers always win; inside a reply, a `>` line
     starts aider's output only after a blank line and outside a code fence."""
-    kind, buffer = "", []
+    kind = ""
+    buffer: list[Line] = []
     after_blank, in_fence = True, False
     for item in lines:
         if isinstance(item, BadLine):

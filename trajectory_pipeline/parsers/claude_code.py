@@ -502,7 +502,7 @@ def _optional(obj: dict[str, Any], key: str, kinds: type | tuple[type, ...]) -> 
     return value
 
 
-_TYPE_NAMES = {str: "a string", list: "an array", dict: "an object"}
+_TYPE_NAMES: dict[type, str] = {str: "a string", list: "an array", dict: "an object"}
 
 
 def _names(kinds: type | tuple[type, ...]) -> str:

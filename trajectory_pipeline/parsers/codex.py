@@ -162,7 +162,8 @@ def _read_head(path: Path) -> _Head:
             model = payload["model"]
         if meta and model is not None:
             break
-    git = meta.get("git") if isinstance(meta.get("git"), dict) else {}
+    git_value = meta.get("git")
+    git: dict[str, Any] = git_value if isinstance(git_value, dict) else {}
     starts = [ts for ts in (parse_ts(meta.get("timestamp")), first_ts) if ts is not None]
     return _Head(
         session_id=_text_or_none(meta.get("id")) or _id_from_name(path),

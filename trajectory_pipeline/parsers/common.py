@@ -78,6 +78,9 @@ class UnknownRecordType(RecordError):
     reason = UNKNOWN_RECORD_TYPE
 
 
+_JSON_TYPE_NAMES: dict[type, str] = {str: "string", list: "array", dict: "object"}
+
+
 def _json_type(value: object) -> str:
     if value is None:
         return "null"
@@ -85,7 +88,7 @@ def _json_type(value: object) -> str:
         return "boolean"
     if isinstance(value, int | float):
         return "number"
-    return {str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
+    return _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
 
 
 def get_str(obj: dict[str, Any], key: str, where: str = "") -> str | None:
@@ -236,7 +239,8 @@ def fallback_start(path: Path) -> int:
     match = _NAME_DATE.search(path.name)
     if match:
         try:
-            day = dt.datetime(*map(int, match.groups()), tzinfo=dt.UTC)
+            year, month, day_of_month = map(int, match.groups())
+            day = dt.datetime(year, month, day_of_month, tzinfo=dt.UTC)
         except ValueError:
             pass
         else:

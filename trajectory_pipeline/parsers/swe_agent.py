@@ -212,7 +212,9 @@ class _Conversation:
         if self.pending_action is not None:
             answered, self.pending_action = self.pending_action, None
             return [answered]
-        linked = [self.pending.pop(source_id) for source_id in source_ids if source_id in self.pending]
+        linked: list[str | None] = [
+            self.pending.pop(source_id) for source_id in source_ids if source_id in self.pending
+        ]
         if not linked and len(self.pending) == 1:
             linked = [self.pending.popitem()[1]]
         if linked:
