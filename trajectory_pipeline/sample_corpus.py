@@ -49,7 +49,7 @@ import random
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -197,6 +197,15 @@ class _Day:
     def crossing_start(self, rng: random.Random, scenario: Scenario) -> int:
         return self.midnight_ms - int(rng.uniform(0.3, 0.7) * scenario.duration * 1000)
 
+    def file_sessions(self) -> Iterator[tuple[int, random.Random, Scenario, int]]:
+        """(index, rng, scenario, start ms) of each session, for sources with one file per session."""
+        n = self.spec.sessions_per_day
+        for i, start in enumerate(self.starts(n)):
+            rng = self.rng(str(i))
+            crossing = self.crosses and i == n - 1
+            scenario = self.scenario(rng, i, crossing)
+            yield i, rng, scenario, self.crossing_start(rng, scenario) if crossing else start
+
     def spoils_for_file(self, i: int, n: int) -> dict[int, str]:
         """Malformed lines for the i-th of n per-session files: kind k goes to file k mod n."""
         if not self.spoiled:
@@ -213,12 +222,7 @@ def _epoch_ms(day: dt.date) -> int:
 
 def _claude_day(out: Path, d: _Day, tally: _Tally) -> None:
     n = d.spec.sessions_per_day
-    for i, start in enumerate(d.starts(n)):
-        rng = d.rng(str(i))
-        crossing = d.crosses and i == n - 1
-        scenario = d.scenario(rng, i, crossing)
-        if crossing:
-            start = d.crossing_start(rng, scenario)
+    for i, rng, scenario, start in d.file_sessions():
         session_id = uuid4(rng)
         project = out / "claude" / "projects" / claude_project_slug(scenario.repo.cwd)
         make_private_dirs(out, project)
@@ -237,12 +241,7 @@ def _claude_day(out: Path, d: _Day, tally: _Tally) -> None:
 
 def _codex_day(out: Path, d: _Day, tally: _Tally) -> None:
     n = d.spec.sessions_per_day
-    for i, start in enumerate(d.starts(n)):
-        rng = d.rng(str(i))
-        crossing = d.crosses and i == n - 1
-        scenario = d.scenario(rng, i, crossing)
-        if crossing:
-            start = d.crossing_start(rng, scenario)
+    for i, rng, scenario, start in d.file_sessions():
         session_id = uuid7(start, rng)
         day_dir, name = codex_rollout_name(start, session_id)
         directory = out / "codex" / "sessions" / day_dir
