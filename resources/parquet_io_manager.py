@@ -8,9 +8,9 @@ and they are 0600 in 0700 folders because they hold people's transcripts.
 An asset may return a DataFrame, a pyarrow Table, a `SpooledParquet` (a file it
 already streamed to disk), or — when one run covers several partitions, as a
 single-run backfill does — a dict of those keyed by partition. Downstream
-assets ask for what they need by type annotation: a DataFrame or Table (all
-requested partitions concatenated), a dict of them keyed by partition, or a
-`pyarrow.dataset.Dataset` to stream partitions too big for memory.
+assets ask for what they need by type annotation: a DataFrame, Table or
+`pyarrow.dataset.Dataset` (opened lazily, to stream data too big for memory) of
+all requested partitions, or a dict of any of them keyed by partition.
 """
 
 from __future__ import annotations
@@ -121,12 +121,10 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         wanted = context.dagster_type.typing_type
         if typing.get_origin(wanted) in (dict, Mapping) or wanted in (dict, Mapping):
             args = typing.get_args(wanted)
-            as_table = len(args) == 2 and args[1] is pa.Table
-            return {key: _read(path, as_table) for key, path in paths.items()}
-        if wanted is pads.Dataset:
-            return pads.dataset([str(path) for path in paths.values()], format="parquet")
-        table = pa.concat_tables([pq.read_table(path) for path in paths.values()])
-        return table if wanted is pa.Table else table.to_pandas()
+            return {
+                key: _read([path], args[1] if len(args) == 2 else pd.DataFrame) for key, path in paths.items()
+            }
+        return _read(list(paths.values()), wanted)
 
 
 def _file_metadata(path: Path, rows: int, size: int) -> dict[str, Any]:
@@ -138,6 +136,9 @@ def _file_metadata(path: Path, rows: int, size: int) -> dict[str, Any]:
     }
 
 
-def _read(path: Path, as_table: bool) -> pd.DataFrame | pa.Table:
-    table = pq.read_table(path)
-    return table if as_table else table.to_pandas()
+def _read(paths: list[Path], wanted: Any) -> pd.DataFrame | pa.Table | pads.Dataset:
+    """Partitions as the type the consumer annotated; a Dataset is opened lazily, for streaming."""
+    if wanted is pads.Dataset:
+        return pads.dataset([str(path) for path in paths], format="parquet")
+    table = pa.concat_tables([pq.read_table(path) for path in paths])
+    return table if wanted is pa.Table else table.to_pandas()

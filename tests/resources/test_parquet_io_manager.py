@@ -41,6 +41,13 @@ def as_dataset(daily_numbers: pads.Dataset) -> pd.DataFrame:
     return pd.DataFrame({"rows": [daily_numbers.count_rows()]})
 
 
+@dg.asset(ins={"daily_numbers": dg.AssetIn(partition_mapping=dg.AllPartitionMapping())})
+def as_dataset_dict(daily_numbers: dict[str, pads.Dataset]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {"day": sorted(daily_numbers), "rows": [daily_numbers[k].count_rows() for k in sorted(daily_numbers)]}
+    )
+
+
 @pytest.fixture
 def io_manager(tmp_path: Path) -> ParquetIOManager:
     return ParquetIOManager(base_dir=str(tmp_path / "warehouse"))
@@ -74,13 +81,15 @@ def test_downstream_chooses_dict_frame_or_dataset(io_manager: ParquetIOManager) 
     for key in ("2026-11-01", "2026-11-02", "2026-11-03", "2026-11-04"):
         dg.materialize([daily_numbers], partition_key=key, resources={"io_manager": io_manager})
     result = dg.materialize(
-        [daily_numbers.to_source_asset(), as_dict, as_frame, as_dataset], resources={"io_manager": io_manager}
+        [daily_numbers.to_source_asset(), as_dict, as_frame, as_dataset, as_dataset_dict],
+        resources={"io_manager": io_manager},
     )
     assert result.success
     base = Path(io_manager.base_dir)
     assert pd.read_parquet(base / "as_dict.parquet")["rows"].tolist() == [2, 2, 2, 2]
     assert pd.read_parquet(base / "as_frame.parquet")["total"].tolist() == [12]
     assert pd.read_parquet(base / "as_dataset.parquet")["rows"].tolist() == [8]
+    assert pd.read_parquet(base / "as_dataset_dict.parquet")["rows"].tolist() == [2, 2, 2, 2]
 
 
 def test_missing_upstream_partition_says_what_to_materialize(io_manager: ParquetIOManager) -> None:
