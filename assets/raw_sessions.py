@@ -9,6 +9,7 @@ silently. Both are written by the Parquet IO manager, one file per day.
 """
 
 import datetime as dt
+import shutil
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -20,7 +21,14 @@ from pydantic import Field
 
 from assets.partitions import daily_partitions
 from resources.session_sources import SessionSources
-from trajectory_pipeline.ingest import IngestStats, candidate_files, ingest_day
+from trajectory_pipeline.ingest import (
+    CandidateFile,
+    IngestStats,
+    SourceRoot,
+    SourceUnreadableError,
+    candidate_files,
+    ingest_day,
+)
 from trajectory_pipeline.parquet_io import SpooledParquet
 from trajectory_pipeline.parsers.lines import MAX_LINE_BYTES
 from trajectory_pipeline.redact import Redactor
@@ -33,7 +41,7 @@ class IngestConfig(dg.Config):
     """How lines are read and what is redacted besides secrets."""
 
     max_line_bytes: int = Field(
-        default=MAX_LINE_BYTES, description="Lines longer than this are quarantined as oversize_line."
+        default=MAX_LINE_BYTES, gt=0, description="Lines longer than this are quarantined as oversize_line."
     )
     redact_emails: bool = Field(default=True, description="Replace e-mail addresses with a placeholder.")
     redact_home_paths: bool = Field(
@@ -64,32 +72,21 @@ def raw_sessions(
 ) -> tuple[dg.Output[Any], dg.Output[Any]]:
     roots = session_sources.roots(context.log)
     redactor = Redactor(emails=config.redact_emails, home_paths=config.redact_home_paths)
+    try:
+        files = candidate_files(roots)
+    except SourceUnreadableError as err:
+        raise dg.Failure(str(err)) from None
     spool = Path(tempfile.mkdtemp(prefix="trajectory-raw-sessions-"))
-    files = candidate_files(roots)
     events: dict[str, SpooledParquet] = {}
     quarantine: dict[str, SpooledParquet] = {}
-    for key in context.partition_keys:
-        events_path, quarantine_path = spool / f"events-{key}.parquet", spool / f"quarantine-{key}.parquet"
-        stats = ingest_day(
-            roots,
-            dt.date.fromisoformat(key),
-            events_path,
-            quarantine_path,
-            redactor=redactor,
-            max_line_bytes=config.max_line_bytes,
-            files=files,
-        )
-        events[key] = SpooledParquet(events_path, stats.rows)
-        quarantine[key] = SpooledParquet(quarantine_path, stats.quarantined.total())
-        context.log.info(describe_day(stats))
-        context.add_asset_metadata(
-            events_metadata(stats, events[key]), asset_key="raw_sessions", partition_key=key
-        )
-        context.add_asset_metadata(
-            quarantine_metadata(stats, quarantine[key]),
-            asset_key="raw_sessions_quarantine",
-            partition_key=key,
-        )
+    try:
+        for key in context.partition_keys:
+            events[key], quarantine[key] = _ingest_partition(
+                context, key, roots, files, spool, redactor, config
+            )
+    except BaseException:
+        shutil.rmtree(spool, ignore_errors=True)  # finished days hold transcripts too
+        raise
     if len(context.partition_keys) == 1:  # one partition, one file; a range returns a dict
         (only,) = context.partition_keys
         return dg.Output(events[only], output_name="raw_sessions"), dg.Output(
@@ -98,6 +95,35 @@ def raw_sessions(
     return dg.Output(events, output_name="raw_sessions"), dg.Output(
         quarantine, output_name="raw_sessions_quarantine"
     )
+
+
+def _ingest_partition(
+    context: dg.AssetExecutionContext,
+    key: str,
+    roots: list[SourceRoot],
+    files: list[CandidateFile],
+    spool: Path,
+    redactor: Redactor,
+    config: IngestConfig,
+) -> tuple[SpooledParquet, SpooledParquet]:
+    events_path, quarantine_path = spool / f"events-{key}.parquet", spool / f"quarantine-{key}.parquet"
+    stats = ingest_day(
+        roots,
+        dt.date.fromisoformat(key),
+        events_path,
+        quarantine_path,
+        redactor=redactor,
+        max_line_bytes=config.max_line_bytes,
+        files=files,
+    )
+    events = SpooledParquet(events_path, stats.rows)
+    quarantine = SpooledParquet(quarantine_path, stats.quarantined.total())
+    context.log.info(describe_day(stats))
+    context.add_asset_metadata(events_metadata(stats, events), asset_key="raw_sessions", partition_key=key)
+    context.add_asset_metadata(
+        quarantine_metadata(stats, quarantine), asset_key="raw_sessions_quarantine", partition_key=key
+    )
+    return events, quarantine
 
 
 def describe_day(stats: IngestStats) -> str:

@@ -22,15 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from trajectory_pipeline.sample_corpus import CorpusSpec, generate_corpus
+from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
 
 END = dt.date(2026, 11, 22)
-ROOTS = {
-    "claude_code": "claude/projects",
-    "codex": "codex/sessions",
-    "own_agent": "agent_logs",
-    "chat_jsonl": "chat",
-}
 
 
 def floor(corpus: Path) -> dict[str, float]:
@@ -49,7 +43,7 @@ def floor(corpus: Path) -> dict[str, float]:
 def pipeline(corpus: Path, days: int) -> dict[str, float]:
     from trajectory_pipeline.ingest import SourceRoot, candidate_files, ingest_day
 
-    roots = [SourceRoot(source, corpus / sub) for source, sub in ROOTS.items()]
+    roots = [SourceRoot(source, corpus / sub) for source, sub in SOURCE_FOLDERS.items()]
     out = Path(tempfile.mkdtemp(prefix="bench-ingest-"))
     started, rows = time.perf_counter(), 0
     files = candidate_files(roots)
@@ -78,7 +72,7 @@ def main() -> int:
     parser.add_argument("--days", type=int, default=14)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--corpus", type=Path, help="reuse a generated corpus instead of a temporary one")
-    parser.add_argument("--results", type=Path, default=Path("bench/RESULTS-ingest.md"))
+    parser.add_argument("--results", type=Path, default=Path("bench/RESULTS.md"))
     args = parser.parse_args()
 
     corpus = args.corpus or Path(tempfile.mkdtemp(prefix="bench-corpus-"))

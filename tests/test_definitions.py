@@ -39,10 +39,6 @@ def test_core_modules_do_not_import_dagster() -> None:
     assert out.stdout.strip() == "False", f"a core module imports dagster: {core}"
 
 
-def test_instance_config_turns_telemetry_off() -> None:
-    assert "enabled: false" in (Path(REPO_ROOT) / "dagster.yaml").read_text()
-
-
 def test_instance_config_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "dagster.yaml").write_text((REPO_ROOT / "dagster.yaml").read_text())
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))

@@ -8,7 +8,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from trajectory_pipeline.ingest import SourceRoot, ingest_day, path_date
+from trajectory_pipeline.ingest import (
+    SourceRoot,
+    SourceUnreadableError,
+    candidate_files,
+    ingest_day,
+    path_date,
+)
 from trajectory_pipeline.schema import EXCERPT_CHARS, TEXT_CAP_CHARS, parse_ts
 
 DAY = dt.date(2026, 11, 20)
@@ -64,7 +70,8 @@ def test_files_that_cannot_hold_the_day_are_skipped_and_counted(tmp_path: Path) 
     write_claude(root, "today", ["2026-11-20T10:00:00Z"])
     codex = tmp_path / "codex" / "2026" / "11" / "25"
     codex.mkdir(parents=True)
-    (codex / "rollout-2026-11-25T10-00-00-x.jsonl").write_text("{}\n")  # a path date days away
+    meta = {"timestamp": "2026-11-25T10:00:00Z", "type": "session_meta", "payload": {"id": "x"}}
+    (codex / "rollout-2026-11-25T10-00-00-x.jsonl").write_text(json.dumps(meta) + "\n")  # path date days away
     stats, rows, _ = run(tmp_path, [SourceRoot("claude_code", root), SourceRoot("codex", tmp_path / "codex")])
     assert {r["session_id"] for r in rows} == {"today"}
     assert stats.files_read == 1
@@ -133,3 +140,64 @@ def test_same_inputs_give_identical_files(tmp_path: Path) -> None:
 )
 def test_path_date(path: str, expected: dt.date | None) -> None:
     assert path_date(Path(path)) == expected
+
+
+def test_naive_local_times_after_the_mtime_are_still_read(tmp_path: Path) -> None:
+    # An agent in Tokyo writes 08:00 local without a zone (read as 08:00 UTC) at 23:05 UTC the day before.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    path = logs / "session_2026-11-21.jsonl"
+    line = {"type": "message", "role": "user", "content": "fix it", "timestamp": "2026-11-21T08:00:00"}
+    path.write_text(json.dumps(line) + "\n")
+    stamp = dt.datetime(2026, 11, 20, 23, 5, tzinfo=dt.UTC).timestamp()
+    os.utime(path, (stamp, stamp))
+    _, rows, _ = run(tmp_path, [SourceRoot("own_agent", logs)], dt.date(2026, 11, 21))
+    assert [r["text"] for r in rows] == ["fix it"]
+
+
+def test_a_misplaced_file_is_skipped_by_its_own_formats_rules(tmp_path: Path) -> None:
+    # Chat lines are not in time order: the Claude rule (first line decides) would skip day 20.
+    root = tmp_path / "claude"
+    root.mkdir()
+    path = root / "export.jsonl"
+    lines = [
+        {"id": "b", "timestamp": "2026-11-21T09:00:00Z", "messages": [{"role": "user", "content": "later"}]},
+        {"id": "a", "timestamp": "2026-11-20T09:00:00Z", "messages": [{"role": "user", "content": "first"}]},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    _, rows, _ = run(tmp_path, [SourceRoot("claude_code", root)], DAY)
+    assert {r["session_id"] for r in rows} == {"a"}
+
+
+def test_a_folder_that_cannot_be_listed_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # CI runs as root, where chmod 000 does not stop a listing, so the refusal is simulated.
+    def walk(top: object, onerror: object = None) -> object:
+        onerror(PermissionError(13, "Permission denied", str(tmp_path / "secret-project")))  # type: ignore[operator]
+        return iter(())
+
+    monkeypatch.setattr("trajectory_pipeline.ingest.os.walk", walk)
+    with pytest.raises(SourceUnreadableError, match=r"cannot list .*secret-project"):
+        candidate_files([SourceRoot("claude_code", tmp_path)])
+
+
+def test_a_vanished_file_is_quarantined_and_its_neighbours_load(tmp_path: Path) -> None:
+    root = tmp_path / "claude"
+    write_claude(root, "ok", ["2026-11-20T10:00:00Z"])
+    link = root / "proj" / "gone.jsonl"
+    link.symlink_to(root / "proj" / "deleted-meanwhile.jsonl")
+    stats, rows, _ = run(tmp_path, [SourceRoot("claude_code", root)])
+    assert {r["session_id"] for r in rows} == {"ok"}
+    assert stats.files_skipped["unreadable_file"] == 1
+    # The file-level row lands once, in the partition of the day the file was last touched.
+    touched = dt.datetime.fromtimestamp(link.lstat().st_mtime, dt.UTC).date()
+    _, _, quarantine = run(tmp_path, [SourceRoot("claude_code", root)], touched)
+    assert [(q["reason"], q["line_no"]) for q in quarantine] == [("unreadable_file", 0)]
+
+
+def test_user_names_in_paths_are_redacted(tmp_path: Path) -> None:
+    # Claude Code names each project folder after its path: -home-dana-src-app.
+    root = tmp_path / "projects"
+    path = write_claude(root, "s", ["2026-11-20T10:00:00Z"])
+    path.parent.rename(root / "-home-dana-src-app")
+    _, rows, _ = run(tmp_path, [SourceRoot("claude_code", root)])
+    assert rows[0]["source_path"].endswith("/projects/-home-<user>-src-app/s.jsonl")

@@ -96,3 +96,22 @@ def test_a_killed_write_leaves_no_partial_file(tmp_path: Path) -> None:
     # A re-run produces the complete file.
     write_table_atomic(pa.table({"n": [1, 2, 3]}), dest)
     assert pq.read_table(dest).num_rows == 3
+
+
+def test_temporaries_of_killed_writers_are_swept_on_the_next_write(tmp_path: Path) -> None:
+    dest = tmp_path / "2026-11-20.parquet"
+    dead = subprocess_pid_that_exited()
+    stale = tmp_path / f".{dest.name}.tmp-{dead}-abcd1234"
+    stale.write_bytes(b"PAR1 half a file")
+    live = tmp_path / f".{dest.name}.tmp-{os.getpid()}-abcd1234"  # a writer still running: kept
+    live.write_bytes(b"in progress")
+    write_table_atomic(pa.table({"n": [1]}), dest)
+    assert not stale.exists() and live.exists()
+
+
+def subprocess_pid_that_exited() -> int:
+    import subprocess
+
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid

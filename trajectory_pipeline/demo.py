@@ -18,20 +18,13 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from trajectory_pipeline.sample_corpus import CorpusSpec, generate_corpus
-
-# Where each source's files live inside a generated sample corpus.
-CORPUS_ROOTS = {
-    "claude_code": "claude/projects",
-    "codex": "codex/sessions",
-    "own_agent": "agent_logs",
-    "chat_jsonl": "chat",
-}
+from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
+from trajectory_pipeline.schema import SOURCES
 
 
 def _point_sources_at(corpus: Path, data_dir: Path) -> None:
-    for source in ("claude_code", "codex", "own_agent", "chat_jsonl", "gemini_cli", "swe_agent", "aider"):
-        sub = CORPUS_ROOTS.get(source)
+    for source in SOURCES:
+        sub = SOURCE_FOLDERS.get(source)
         os.environ[f"TRAJECTORY_{source.upper()}_ROOT"] = str(corpus / sub) if sub else ""
     os.environ["TRAJECTORY_DATA_DIR"] = str(data_dir)
 

@@ -11,6 +11,8 @@ into a file in fixed-size batches, so memory does not grow with the data.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import secrets
 from collections.abc import Iterable, Sequence
@@ -46,6 +48,27 @@ def temporary_sibling(dest: Path) -> Path:
     return dest.with_name(f".{dest.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
 
 
+def sweep_stale_temporaries(dest: Path) -> int:
+    """Remove temporary files left beside `dest` by writers that were killed; returns how many."""
+    removed = 0
+    for tmp in dest.parent.glob(f".{dest.name}.tmp-*"):
+        pid = tmp.name.rsplit(".tmp-", 1)[1].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            tmp.unlink(missing_ok=True)
+            removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _open_private(path: Path) -> int:
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
 
@@ -61,6 +84,7 @@ def publish(tmp: Path, dest: Path) -> None:
 def write_table_atomic(table: pa.Table, dest: Path) -> None:
     """Write a whole table to `dest` via a temporary file and a rename."""
     ensure_private_dir(dest.parent)
+    sweep_stale_temporaries(dest)
     tmp = temporary_sibling(dest)
     try:
         with os.fdopen(_open_private(tmp), "wb") as handle:
@@ -71,14 +95,26 @@ def write_table_atomic(table: pa.Table, dest: Path) -> None:
 
 
 def move_atomic(src: Path, dest: Path) -> None:
-    """Move a finished file into place; copies first when `src` is on another filesystem."""
+    """Move a finished file into place; copies first when `src` is on another filesystem.
+
+    The folder `src` was spooled in is removed once empty.
+    """
     ensure_private_dir(dest.parent)
+    sweep_stale_temporaries(dest)
+    try:
+        _move(src, dest)
+    finally:
+        with contextlib.suppress(OSError):
+            src.parent.rmdir()
+
+
+def _move(src: Path, dest: Path) -> None:
     try:
         os.chmod(src, FILE_MODE)
         os.replace(src, dest)
         return
     except OSError as err:
-        if err.errno != 18:  # EXDEV: a rename cannot cross filesystems
+        if err.errno != errno.EXDEV:  # a rename cannot cross filesystems: copy instead
             raise
     tmp = temporary_sibling(dest)
     try:
@@ -96,6 +132,7 @@ class SpooledParquet:
     """A finished Parquet file waiting to be moved into the warehouse by the IO manager.
 
     Assets that stream more rows than fit in memory return this instead of a DataFrame.
+    Spool each run into a folder of its own: the move removes the folder once it is empty.
     """
 
     path: Path
@@ -105,8 +142,8 @@ class SpooledParquet:
 class BatchWriter:
     """Streams rows (tuples in schema order) into a private Parquet file, one batch at a time.
 
-    The file is written under a temporary name and appears at `path` only on `close()`;
-    `abort()` (or an exception inside a `with` block) removes it.
+    The file is written under a temporary name and appears at `path` only on `close()`
+    (or the end of a `with` block); `abort()` (or an exception in the block) removes it.
     """
 
     def __init__(self, path: Path, schema: pa.Schema, batch_rows: int = BATCH_ROWS) -> None:
@@ -142,6 +179,8 @@ class BatchWriter:
         self._rows.clear()
 
     def close(self) -> SpooledParquet:
+        if self._done:
+            return SpooledParquet(self.path, self.row_count)
         self._done = True
         self.flush()
         self._writer.close()
@@ -164,5 +203,7 @@ class BatchWriter:
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is not None:
+        if exc_type is None:
+            self.close()
+        else:
             self.abort()

@@ -77,6 +77,13 @@ from trajectory_pipeline.sample_corpus_scenarios import Options, Scenario, build
 
 SOURCES = ("claude_code", "codex", "own_agent", "chat_jsonl")
 MARKER = ".sample-corpus.json"
+# Where each source's files live in a generated corpus: point a session-source root at each.
+SOURCE_FOLDERS = {
+    "claude_code": "claude/projects",
+    "codex": "codex/sessions",
+    "own_agent": "agent_logs",
+    "chat_jsonl": "chat",
+}
 OUTPUT_DIRS = ("claude", "codex", "agent_logs", "chat")
 
 OWN_AGENT_MAX_PER_DAY = 90
@@ -127,6 +134,7 @@ class CorpusSummary:
     per_source: dict[str, int]  # sessions per source
     planted_secrets: int  # distinct secret values planted
     malformed_lines: int
+    secret_values: frozenset[str] = frozenset()  # the planted values, so tests can prove none leaks
 
 
 @dataclass
@@ -135,6 +143,7 @@ class _Tally:
     bytes: int = 0
     secrets: int = 0
     malformed: int = 0
+    secret_values: set[str] = field(default_factory=set)
     per_source: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SOURCES, 0))
 
     def closed(self, sink: Sink) -> None:
@@ -145,6 +154,7 @@ class _Tally:
     def session(self, source: str, scenario: Scenario) -> None:
         self.per_source[source] += 1
         self.secrets += len(set(scenario.secrets))
+        self.secret_values.update(scenario.secrets)
 
     def summary(self) -> CorpusSummary:
         return CorpusSummary(
@@ -154,6 +164,7 @@ class _Tally:
             dict(self.per_source),
             self.secrets,
             self.malformed,
+            frozenset(self.secret_values),
         )
 
 

@@ -1,7 +1,9 @@
 """raw_sessions materialized for real: sample corpus in, private Parquet partitions out, read back."""
 
 import datetime as dt
+import re
 import stat
+import tempfile
 from pathlib import Path
 
 import dagster as dg
@@ -10,24 +12,27 @@ import pytest
 
 from assets.raw_sessions import raw_sessions
 from resources.parquet_io_manager import ParquetIOManager
-from resources.session_sources import SessionSources
-from trajectory_pipeline.demo import CORPUS_ROOTS
-from trajectory_pipeline.sample_corpus import CorpusSpec, generate_corpus
+from resources.session_sources import DEFAULT_ROOTS, SessionSources
+from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS, CorpusSpec, CorpusSummary, generate_corpus
 
 SPEC = CorpusSpec(days=3, end_date=dt.date(2026, 11, 22), sessions_per_day=2, seed=11)
 DAY = "2026-11-21"
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, CorpusSummary]:
     out = tmp_path_factory.mktemp("corpus")
-    generate_corpus(out, SPEC)
-    return out
+    return out, generate_corpus(out, SPEC)
+
+
+@pytest.fixture(scope="module")
+def corpus(generated: tuple[Path, CorpusSummary]) -> Path:
+    return generated[0]
 
 
 def _resources(corpus: Path, warehouse: Path) -> dict[str, object]:
-    roots = {f"{source}_root": str(corpus / sub) for source, sub in CORPUS_ROOTS.items()}
-    off = {f"{source}_root": "" for source in ("gemini_cli", "swe_agent", "aider")}
+    roots = {f"{source}_root": str(corpus / sub) for source, sub in SOURCE_FOLDERS.items()}
+    off = {f"{source}_root": "" for source in DEFAULT_ROOTS if source not in SOURCE_FOLDERS}
     return {
         "io_manager": ParquetIOManager(base_dir=str(warehouse)),
         "session_sources": SessionSources(**roots, **off),
@@ -79,3 +84,27 @@ def test_a_range_in_one_run_writes_each_day_identically(corpus: Path, tmp_path: 
         pd.read_parquet(single / "raw_sessions" / f"{DAY}.parquet"),
         pd.read_parquet(ranged / "raw_sessions" / f"{DAY}.parquet"),
     )
+
+
+def test_no_planted_secret_reaches_any_column_or_excerpt(
+    generated: tuple[Path, CorpusSummary], tmp_path: Path
+) -> None:
+    corpus, summary = generated
+    spools_before = set(Path(tempfile.gettempdir()).glob("trajectory-raw-sessions-*"))
+    days = [(SPEC.end_date - dt.timedelta(days=n)).isoformat() for n in range(SPEC.days)]
+    tags = {"dagster/asset_partition_range_start": days[-1], "dagster/asset_partition_range_end": days[0]}
+    assert dg.materialize([raw_sessions], tags=tags, resources=_resources(corpus, tmp_path)).success
+    blob = "\n".join(
+        str(value)
+        for folder in ("raw_sessions", "raw_sessions_quarantine")
+        for path in sorted((tmp_path / folder).glob("*.parquet"))
+        for column in pd.read_parquet(path).select_dtypes(exclude="number").to_dict("list").values()
+        for value in column
+    )
+    assert len(summary.secret_values) == summary.planted_secrets > 10
+    for secret in summary.secret_values:
+        # The longest run of token characters identifies the value (a PEM body, a key, a password).
+        token = max(re.findall(r"[A-Za-z0-9_+/=.-]{8,}", secret) or [secret], key=len)
+        assert token not in blob, f"planted secret leaked: {token[:12]}..."
+    # The run's spool folder is gone: its files were moved into the warehouse.
+    assert set(Path(tempfile.gettempdir()).glob("trajectory-raw-sessions-*")) == spools_before
