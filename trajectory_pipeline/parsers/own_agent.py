@@ -12,7 +12,18 @@ Entries, each with a `timestamp`:
 A day file holds several sessions: a new one starts when MORE than five minutes pass
 between consecutive entries (exactly five minutes stays one session). The session id is
 `<file stem>-<HHMMSS UTC of its first entry>`, stable across runs and machines. Entries
-are assumed to be appended in time order, as a log is.
+are assumed to be appended in time order, as a log is. Timestamps without a zone are read
+as UTC (see `parse_ts`), whatever the local zone the agent ran in.
+
+A session stays whole, in the partition of the day it started, even when the agent rotates
+to the next day's file in the middle of it: when the first entry of `session_<D>.jsonl` is
+within five minutes of the last entry of `session_<D-1>.jsonl` in the same folder, the file's
+first session continues that file's last session, with its session id and start (so
+`earliest_start` reports that earlier start). The previous file may itself continue the day
+before it; the chain is followed back at most `CHAIN_FILES` files (a session that ran, without
+a five-minute pause, through more day files than that is cut there, and files parsed from
+different ends of such a chain may then disagree on its id). Events keep their own
+`source_path` and per-file `seq`, as for any session spread over files.
 
     from trajectory_pipeline.parsers import own_agent
     events = list(own_agent.parse(Path("logs/session_2025-03-14.jsonl")))
@@ -20,10 +31,14 @@ are assumed to be appended in time order, as a log is.
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from trajectory_pipeline.parsers.common import (
     Orphans,
@@ -37,13 +52,27 @@ from trajectory_pipeline.parsers.common import (
     parse_arguments,
     sniff_first_line,
 )
-from trajectory_pipeline.parsers.lines import MAX_LINE_BYTES, first_timestamp, head_objects, read_json_lines
+from trajectory_pipeline.parsers.lines import (
+    MAX_LINE_BYTES,
+    JsonLine,
+    first_timestamp,
+    head_objects,
+    read_json_lines,
+)
 from trajectory_pipeline.schema import BadLine, Event, canonical_json, event, parse_ts, ts_to_datetime
 
 SOURCE = "own_agent"
 GLOBS = ("**/session_*.jsonl",)
 
 SESSION_GAP_US = 5 * 60 * 1_000_000
+
+# How many earlier day files a session may be followed back through (see the module docstring).
+CHAIN_FILES = 7
+
+# How much of a previous day file's end is read to find its last entry before scanning it all.
+_TAIL_BYTES = 1024 * 1024
+
+_DAY_STEM = re.compile(r"session_(\d{4}-\d{2}-\d{2})")
 
 _ROLES = {"user": "user", "timmy": "assistant", "assistant": "assistant", "system": "system"}
 _FOREIGN_KEYS = {"payload", "sessionId", "parentUuid", "messages"}  # codex, Claude Code, chat lines
@@ -71,27 +100,42 @@ def sniff(path: Path, head: bytes) -> bool:
 
 
 def earliest_start(path: Path) -> int | None:
-    """The first entry's time: the first session starts there and, entries being in time order,
-    every later one starts after it."""
-    return first_timestamp(head_objects(path))
+    """The first session's start: the first entry's time or, when that entry continues the previous
+    day file's last session, that session's start. Entries being in time order, every later
+    session starts after it."""
+    first = first_timestamp(head_objects(path))
+    if first is None:
+        return None
+    carried = _carried_session(path, first, MAX_LINE_BYTES, CHAIN_FILES)
+    return first if carried is None else min(first, carried[1])
 
 
 class _Sessions:
-    """Splits a day file into sessions on gaps of more than five minutes."""
+    """Splits a day file into sessions on gaps of more than five minutes; the first entry may
+    instead continue the previous day file's last session (looked back `depth` files at most)."""
 
-    def __init__(self, stem: str) -> None:
-        self._stem = stem
+    def __init__(self, path: Path, max_line_bytes: int, depth: int) -> None:
+        self._path = path
+        self._max_line_bytes = max_line_bytes
+        self._depth = depth
         self._last_ts: int | None = None
         self._used: set[str] = set()
         self.session_id: str | None = None
         self.session_start: int | None = None
 
     def advance(self, ts: int, line_no: int) -> bool:
-        """Place an entry at `ts`; True when it opens a new session."""
+        """Place an entry at `ts`; True when it begins a session in this file (a new one, or the
+        previous day's continued)."""
+        if self._last_ts is None:
+            carried = _carried_session(self._path, ts, self._max_line_bytes, self._depth)
+            if carried is not None:
+                self._last_ts = ts
+                self.session_id, self.session_start = carried
+                return True
         opens = self._last_ts is None or ts - self._last_ts > SESSION_GAP_US
         self._last_ts = ts
         if opens:
-            session_id = f"{self._stem}-{ts_to_datetime(ts):%H%M%S}"
+            session_id = f"{self._path.stem}-{ts_to_datetime(ts):%H%M%S}"
             # Two sessions can only share a second when the log's clock went backwards.
             if session_id in self._used:
                 session_id = f"{session_id}-L{line_no}"
@@ -100,10 +144,90 @@ class _Sessions:
         return opens
 
 
+def _previous_day_file(path: Path) -> Path | None:
+    """`session_<D-1>.jsonl` beside `session_<D>.jsonl`, when the name has a date and it exists."""
+    match = _DAY_STEM.fullmatch(path.stem)
+    if match is None:
+        return None
+    try:
+        day = dt.date.fromisoformat(match.group(1))
+        previous = path.with_name(f"session_{day - dt.timedelta(days=1)}{path.suffix}")
+    except (ValueError, OverflowError):
+        return None
+    return previous if previous.is_file() else None
+
+
+def _carried_session(path: Path, first_ts: int, max_line_bytes: int, depth: int) -> tuple[str, int] | None:
+    """The (session id, start) of the previous day file's last session, when this file's first
+    entry, at `first_ts`, is within five minutes of that file's last entry; else None."""
+    if depth <= 0:
+        return None
+    previous = _previous_day_file(path)
+    if previous is None:
+        return None
+    try:
+        last_ts = _last_timestamp(previous, max_line_bytes)
+        if last_ts is None or abs(first_ts - last_ts) > SESSION_GAP_US:
+            return None
+        # The previous file's sessions as its own parse splits them, chain included.
+        sessions = _Sessions(previous, max_line_bytes, depth - 1)
+        for ts, line_no in _timestamps(previous, max_line_bytes):
+            sessions.advance(ts, line_no)
+    except OSError:  # unreadable neighbour: this file stands alone
+        return None
+    if sessions.session_id is None or sessions.session_start is None:
+        return None
+    return sessions.session_id, sessions.session_start
+
+
+def _timestamps(path: Path, max_line_bytes: int) -> Iterator[tuple[int, int]]:
+    """(ts, line_no) for every entry with a readable time: the entries that place sessions."""
+    for item in read_json_lines(path, SOURCE, max_line_bytes):
+        if isinstance(item, JsonLine):
+            ts = parse_ts(item.obj.get("timestamp"))
+            if ts is not None:
+                yield ts, item.line_no
+
+
+def _last_timestamp(path: Path, max_line_bytes: int) -> int | None:
+    """The time of the file's last entry with a readable one, read from the file's end; the whole
+    file is scanned only when its last `_TAIL_BYTES` hold no such entry."""
+    with open(path, "rb") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        start = max(0, size - _TAIL_BYTES)
+        handle.seek(start)
+        lines = handle.read(size - start).split(b"\n")
+    if start > 0:
+        lines = lines[1:]  # the first piece may be the end of a longer line
+    for line in reversed(lines):
+        ts = _line_timestamp(line, max_line_bytes)
+        if ts is not None:
+            return ts
+    if start == 0:
+        return None
+    last = None
+    for ts, _ in _timestamps(path, max_line_bytes):
+        last = ts
+    return last
+
+
+def _line_timestamp(line: bytes, max_line_bytes: int) -> int | None:
+    """A line's `timestamp`, read as `read_json_lines` would read the line (oversize lines are not
+    entries)."""
+    body = line.strip()
+    if not body or len(line) > max_line_bytes:
+        return None
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    return parse_ts(obj.get("timestamp")) if isinstance(obj, dict) else None
+
+
 def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | BadLine]:
     """Stream the events of every session in a day file."""
     source_path = str(path)
-    sessions = _Sessions(path.stem)
+    sessions = _Sessions(path, max_line_bytes, CHAIN_FILES)
     orphans = Orphans(path)
     seq = 0
     for item in read_json_lines(path, SOURCE, max_line_bytes):
