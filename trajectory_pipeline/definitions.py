@@ -13,6 +13,8 @@ import os
 
 import dagster as dg
 
+from assets.decision_points import decision_points
+from assets.mined_trajectories import mined_trajectories
 from assets.raw_sessions import raw_sessions
 from resources.parquet_io_manager import ParquetIOManager
 from resources.session_sources import SessionSources
@@ -22,11 +24,11 @@ DATA_DIR = os.environ.get("TRAJECTORY_DATA_DIR", "data/warehouse")
 daily_ingest_job = dg.define_asset_job(
     "daily_ingest_job",
     selection=dg.AssetSelection.groups("ingest"),
-    description="Ingest one day of sessions (or a range, in one run) into raw_sessions.",
+    description="Ingest a day (or a range, in one run): raw_sessions → mined_trajectories → decision_points.",
 )
 
 defs = dg.Definitions(
-    assets=[raw_sessions],
+    assets=[raw_sessions, mined_trajectories, decision_points],
     jobs=[daily_ingest_job],
     resources={
         "io_manager": ParquetIOManager(base_dir=DATA_DIR),

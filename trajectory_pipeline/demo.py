@@ -15,6 +15,7 @@ import os
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
@@ -70,12 +71,34 @@ def run_demo(corpus_dir: str, data_dir: str) -> int:
             },
         )
     elapsed = time.perf_counter() - started
-    print(
-        f"\nMaterialized raw_sessions for {first} .. {last} in one run ({elapsed:.1f}s), run {result.run_id}"
-    )
-    print(_summary_table(warehouse, [day.isoformat() for day in days]))
+    materialized = (event.asset_key.to_user_string() for event in result.get_asset_materialization_events())
+    assets = " → ".join(dict.fromkeys(materialized))  # in the order the run produced them
+    print(f"\nMaterialized {assets} for {first} .. {last} in one run ({elapsed:.1f}s), run {result.run_id}")
+    keys = [day.isoformat() for day in days]
+    print(_summary_table(warehouse, keys))
+    print(_tier_table(warehouse, keys))
+    checks = sorted((e.check_name, e.passed) for e in result.get_asset_check_evaluations())
+    print("\nAsset checks: " + ", ".join(f"{name} {'passed' if ok else 'FAILED'}" for name, ok in checks))
     print(f"\nTables: {warehouse}   Dagster instance: {home}   Explore: make ui (http://127.0.0.1:3000)")
-    return 0 if result.success else 1
+    return 0 if result.success and all(ok for _, ok in checks) else 1
+
+
+def _tier_table(warehouse: Path, days: list[str]) -> str:
+    """Attempts by source and tier, and the decision points cut from the kept ones."""
+    attempts = pa.concat_tables(
+        pq.read_table(warehouse / "mined_trajectories" / f"{d}.parquet") for d in days
+    )
+    decisions = pa.concat_tables(pq.read_table(warehouse / "decision_points" / f"{d}.parquet") for d in days)
+    tiers = ("gold", "silver", "bronze", "reject")
+    header = f"\n{'source':<12}" + "".join(f"{tier:>9}" for tier in tiers) + f"{'decision points':>17}"
+    lines = [header, "-" * (len(header) - 1)]
+    sources = sorted(set(attempts["source"].to_pylist()))
+    for source in [*sources, "total"]:
+        mine = attempts if source == "total" else attempts.filter(pc.equal(attempts["source"], source))
+        made = decisions if source == "total" else decisions.filter(pc.equal(decisions["source"], source))
+        counts = [pc.sum(pc.equal(mine["tier"], tier)).as_py() or 0 for tier in tiers]
+        lines.append(f"{source:<12}" + "".join(f"{n:>9}" for n in counts) + f"{made.num_rows:>17}")
+    return "\n".join(lines)
 
 
 COLUMNS = ("sessions", "events", "tool calls", "errors", "quarantined", "redactions")

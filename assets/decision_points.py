@@ -1,0 +1,145 @@
+"""decision_points: every assistant tool call of the day's kept attempts, with the history before it.
+
+The target call is in the canonical tool vocabulary; the history is the chat the
+agent had just before it, oldest messages dropped first beyond a size budget.
+
+    dagster asset materialize -m trajectory_pipeline.definitions \
+        --select decision_points --partition 2026-11-20
+"""
+
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+import pyarrow.dataset as pads
+from pydantic import Field
+
+from assets.metadata import as_table, counter_md, frame_md, single_or_dict
+from assets.partitions import daily_partitions
+from trajectory_pipeline.decisions import DECISION_SCHEMA, DecisionConfig, extract_decision_points, learnable
+
+PREVIEW_COLUMNS = ["source", "tier", "step", "action_class", "target_name", "target_arguments"]
+
+
+class DecisionPointsConfig(dg.Config):
+    """Which attempts give decision points, how much history each carries, and the audit minimum."""
+
+    included_tiers: list[str] = Field(
+        default=list(DecisionConfig.included_tiers), description="Attempt tiers whose calls are kept."
+    )
+    max_result_chars: int = Field(
+        default=DecisionConfig.max_result_chars, description="Cap on each tool result in the history."
+    )
+    history_budget_chars: int = Field(
+        default=DecisionConfig.history_budget_chars, description="Oldest history dropped beyond this size."
+    )
+    system_prompt: str = Field(
+        default=DecisionConfig.system_prompt, description="First message of each history; {repo}, {cwd}."
+    )
+    include_sidechain: bool = Field(
+        default=DecisionConfig.include_sidechain, description="Also sub-agent calls, in their own context."
+    )
+    min_decision_points: int = Field(
+        default=1, ge=0, description="Audit: decision points needed per run (days with kept attempts)."
+    )
+    max_incomplete_share: float = Field(
+        default=0.05,
+        ge=0.0,
+        le=1.0,
+        description="Audit: largest share of targets missing a required argument (they are set aside).",
+    )
+
+    def core(self) -> DecisionConfig:
+        return DecisionConfig(
+            included_tiers=tuple(self.included_tiers),
+            max_result_chars=self.max_result_chars,
+            history_budget_chars=self.history_budget_chars,
+            system_prompt=self.system_prompt,
+            include_sidechain=self.include_sidechain,
+        )
+
+
+@dg.asset(
+    partitions_def=daily_partitions,
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    group_name="ingest",
+    compute_kind="pandas",
+    check_specs=[
+        dg.AssetCheckSpec("enough_decision_points", asset="decision_points"),
+        dg.AssetCheckSpec(
+            "targets_have_required_arguments",
+            asset="decision_points",
+            blocking=True,
+            description="Few target calls lack a required argument (those are set aside, never trained).",
+        ),
+    ],
+)
+def decision_points(
+    context: dg.AssetExecutionContext,
+    config: DecisionPointsConfig,
+    raw_sessions: dict[str, pads.Dataset],
+    mined_trajectories: dict[str, pd.DataFrame],
+) -> Iterator[dg.Output[Any] | dg.AssetCheckResult]:
+    """One row per assistant tool call in gold and silver attempts: history, canonical target, labels."""
+    core = config.core()
+    kept, extracted, set_aside = {}, 0, Counter[str]()
+    for key in context.partition_keys:
+        attempts = mined_trajectories[key]
+        points = extract_decision_points(raw_sessions[key].to_table().to_pandas(), attempts, core)
+        kept[key], aside = learnable(points)
+        extracted += len(points)
+        set_aside.update(aside)
+        context.add_asset_metadata(decision_metadata(kept[key], aside), partition_key=key)
+    tables = {key: as_table(frame, DECISION_SCHEMA) for key, frame in kept.items()}
+    yield dg.Output(single_or_dict(tables, context.partition_keys))
+    total_kept = sum(len(frame) for frame in kept.values())
+    yield from audits(total_kept, extracted, set_aside, mined_trajectories, config)
+
+
+def audits(
+    kept: int,
+    extracted: int,
+    set_aside: Counter[str],
+    attempts: dict[str, pd.DataFrame],
+    config: DecisionPointsConfig,
+) -> Iterator[dg.AssetCheckResult]:
+    kept_attempts = sum(int(frame["tier"].isin(config.included_tiers).sum()) for frame in attempts.values())
+    yield dg.AssetCheckResult(
+        check_name="enough_decision_points",
+        # Days without kept attempts have nothing to cut into decision points.
+        passed=kept_attempts == 0 or kept >= config.min_decision_points,
+        metadata={
+            "decision_points": kept,
+            "kept_attempts": kept_attempts,
+            "minimum": config.min_decision_points,
+        },
+    )
+    incomplete = set_aside["missing_required_arguments"]
+    share = incomplete / extracted if extracted else 0.0
+    yield dg.AssetCheckResult(
+        check_name="targets_have_required_arguments",
+        passed=share <= config.max_incomplete_share,
+        metadata={
+            "missing_required_arguments": incomplete,
+            "extracted": extracted,
+            "share": round(share, 4),
+            "maximum_share": config.max_incomplete_share,
+        },
+    )
+
+
+def decision_metadata(decisions: pd.DataFrame, set_aside: dict[str, int]) -> dict[str, Any]:
+    return {
+        "decision_points": len(decisions),
+        "set_aside": counter_md(Counter(set_aside), ("reason", "decision points")),
+        "by_tool": counter_md(Counter(decisions["target_name"]), ("tool", "decision points")),
+        "by_action_class": counter_md(
+            Counter(decisions["action_class"]), ("action class", "decision points")
+        ),
+        "decisive": int(decisions["decisive"].sum()),
+        "after_guard": int(decisions["after_guard"].sum()),
+        "history_dropped_messages": int(decisions["history_dropped"].sum()),
+        "preview": frame_md(decisions[PREVIEW_COLUMNS].head(8)),
+    }

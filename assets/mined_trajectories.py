@@ -1,0 +1,129 @@
+"""mined_trajectories: the task attempts of a day's sessions, their signals, tier and workflow family.
+
+One row per attempt: a real user instruction and the agent's work until the next one.
+The audits run with the asset as Dagster asset checks; their thresholds are run config.
+
+    dagster asset materialize -m trajectory_pipeline.definitions \
+        --select mined_trajectories --partition 2026-11-20
+"""
+
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+import pyarrow.dataset as pads
+from pydantic import Field
+
+from assets.metadata import as_table, counter_md, frame_md, single_or_dict
+from assets.partitions import daily_partitions
+from trajectory_pipeline.mining import TRAJECTORY_SCHEMA, MiningConfig, mine_trajectories
+
+KEPT_TIERS = ("gold", "silver")
+PREVIEW_COLUMNS = ["source", "repo", "intent", "tier", "quality", "shape", "tool_calls", "instruction"]
+
+
+class MinedTrajectoriesConfig(dg.Config):
+    """Tiering thresholds and the audits' minimums."""
+
+    min_tool_calls: int = Field(
+        default=MiningConfig.min_tool_calls, ge=0, description="Fewer tool calls: rejected as too_short."
+    )
+    gold_min_quality: float = Field(
+        default=MiningConfig.gold_min_quality,
+        ge=0.0,
+        le=1.0,
+        description="A gold-rule attempt below this quality is silver.",
+    )
+    min_kept_attempts: int = Field(
+        default=1, ge=0, description="Audit: gold + silver attempts needed per run (days with sessions)."
+    )
+    min_guard_recoveries: int = Field(
+        default=0, ge=0, description="Audit (warning): guard recoveries expected per run."
+    )
+
+
+@dg.asset(
+    partitions_def=daily_partitions,
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    group_name="ingest",
+    compute_kind="pandas",
+    check_specs=[
+        dg.AssetCheckSpec("kept_attempts", asset="mined_trajectories", description="Enough gold + silver."),
+        dg.AssetCheckSpec(
+            "guard_recoveries", asset="mined_trajectories", description="Guard denials were recovered from."
+        ),
+        dg.AssetCheckSpec(
+            "no_repeated_inspection_after_guard",
+            asset="mined_trajectories",
+            blocking=True,
+            description="No kept attempt repeats an inspection after a guard denial.",
+        ),
+    ],
+)
+def mined_trajectories(
+    context: dg.AssetExecutionContext,
+    config: MinedTrajectoriesConfig,
+    raw_sessions: dict[str, pads.Dataset],
+) -> Iterator[dg.Output[Any] | dg.AssetCheckResult]:
+    """One row per task attempt, with its signals, quality tier, score and workflow family."""
+    mining = MiningConfig(min_tool_calls=config.min_tool_calls, gold_min_quality=config.gold_min_quality)
+    mined = {}
+    for key in context.partition_keys:
+        mined[key] = mine_trajectories(raw_sessions[key].to_table().to_pandas(), mining)
+        context.add_asset_metadata(mining_metadata(mined[key]), partition_key=key)
+    tables = {key: as_table(frame, TRAJECTORY_SCHEMA) for key, frame in mined.items()}
+    yield dg.Output(single_or_dict(tables, context.partition_keys))
+    yield from audits(pd.concat(mined.values(), ignore_index=True), config)
+
+
+def audits(attempts: pd.DataFrame, config: MinedTrajectoriesConfig) -> Iterator[dg.AssetCheckResult]:
+    kept = attempts[attempts["tier"].isin(KEPT_TIERS)]
+    # A day without sessions has nothing to audit; it should not look like a failure.
+    enough = attempts.empty or len(kept) >= config.min_kept_attempts
+    yield dg.AssetCheckResult(
+        check_name="kept_attempts",
+        passed=bool(enough),
+        metadata={"kept": len(kept), "attempts": len(attempts), "minimum": config.min_kept_attempts},
+    )
+    recoveries = int(attempts["guard_recoveries"].sum())
+    yield dg.AssetCheckResult(
+        check_name="guard_recoveries",
+        passed=recoveries >= config.min_guard_recoveries,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "guard_denials": int(attempts["guard_denials"].sum()),
+            "guard_recoveries": recoveries,
+            "minimum": config.min_guard_recoveries,
+        },
+    )
+    repeated = kept[kept["repeated_inspections_after_guard"] > 0]
+    yield dg.AssetCheckResult(
+        check_name="no_repeated_inspection_after_guard",
+        passed=repeated.empty,
+        metadata={
+            "attempts": len(repeated),
+            "attempt_ids": dg.MetadataValue.json(repeated["attempt_id"].tolist()),
+        },
+    )
+
+
+def mining_metadata(attempts: pd.DataFrame) -> dict[str, Any]:
+    families = attempts["family_id"].value_counts()
+    top = attempts.drop_duplicates("family_id").set_index("family_id").loc[families.index[:10]]
+    top_families = top[["repo", "intent", "shape"]].assign(attempts=families.iloc[:10].to_numpy())
+    reasons = Counter(reason for row in attempts["tier_reasons"] for reason in row)
+    return {
+        "attempts": len(attempts),
+        "kept_attempts": int(attempts["tier"].isin(KEPT_TIERS).sum()),
+        "attempts_by_tier": counter_md(Counter(attempts["tier"]), ("tier", "attempts")),
+        "attempts_by_source_and_tier": counter_md(
+            Counter(zip(attempts["source"], attempts["tier"], strict=True)), ("source", "tier", "attempts")
+        ),
+        "tier_reasons": counter_md(reasons, ("reason", "attempts")),
+        "families": int(families.size),
+        "repeated_families": int((families > 1).sum()),
+        "top_families": frame_md(top_families.reset_index()),
+        "preview": frame_md(attempts[PREVIEW_COLUMNS].head(8)),
+    }

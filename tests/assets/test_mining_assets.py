@@ -1,0 +1,103 @@
+"""mined_trajectories and decision_points materialized for real on a sample-corpus day, read back."""
+
+import datetime as dt
+from collections import Counter
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+import pytest
+
+from assets.decision_points import decision_points
+from assets.mined_trajectories import mined_trajectories
+from assets.raw_sessions import raw_sessions
+from resources.parquet_io_manager import ParquetIOManager
+from resources.session_sources import DEFAULT_ROOTS, SessionSources
+from trajectory_pipeline.mining import mine_trajectories
+from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
+
+SPEC = CorpusSpec(days=2, end_date=dt.date(2026, 11, 22), sessions_per_day=4, seed=7)
+DAY = "2026-11-22"
+
+
+@pytest.fixture(scope="module")
+def materialized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dg.ExecuteInProcessResult]:
+    corpus = tmp_path_factory.mktemp("corpus")
+    generate_corpus(corpus, SPEC)
+    warehouse = tmp_path_factory.mktemp("warehouse")
+    roots = {f"{source}_root": str(corpus / sub) for source, sub in SOURCE_FOLDERS.items()}
+    off = {f"{source}_root": "" for source in DEFAULT_ROOTS if source not in SOURCE_FOLDERS}
+    resources = {
+        "io_manager": ParquetIOManager(base_dir=str(warehouse)),
+        "session_sources": SessionSources(**roots, **off),
+    }
+    result = dg.materialize(
+        [raw_sessions, mined_trajectories, decision_points], partition_key=DAY, resources=resources
+    )
+    return warehouse, result
+
+
+def test_mined_trajectories_are_the_core_mining_of_the_stored_day(
+    materialized: tuple[Path, dg.ExecuteInProcessResult],
+) -> None:
+    warehouse, result = materialized
+    assert result.success
+    attempts = pd.read_parquet(warehouse / "mined_trajectories" / f"{DAY}.parquet")
+    events = pd.read_parquet(warehouse / "raw_sessions" / f"{DAY}.parquet")
+    expected = mine_trajectories(events)
+    assert attempts["attempt_id"].tolist() == expected["attempt_id"].tolist()
+    assert Counter(attempts["tier"]) == {"gold": 11, "bronze": 7, "silver": 1, "reject": 3}
+    # The generator plants one kind of task per session; its fixes whose tests pass are gold.
+    gold = attempts[attempts["tier"] == "gold"]
+    assert gold["verified_after_last_edit"].all() and (gold["edits"] > 0).all()
+    metadata = result.asset_materializations_for_node("mined_trajectories")[0].metadata
+    assert metadata["attempts"].value == len(attempts)
+    assert metadata["families"].value == attempts["family_id"].nunique()
+
+
+def test_decision_points_come_from_kept_attempts_only(
+    materialized: tuple[Path, dg.ExecuteInProcessResult],
+) -> None:
+    warehouse, _ = materialized
+    attempts = pd.read_parquet(warehouse / "mined_trajectories" / f"{DAY}.parquet")
+    decisions = pd.read_parquet(warehouse / "decision_points" / f"{DAY}.parquet")
+    kept = attempts[attempts["tier"].isin(["gold", "silver"])]
+    assert len(decisions) == 59
+    assert set(decisions["attempt_id"]) <= set(kept["attempt_id"])
+    assert decisions["decision_id"].is_unique
+    assert not decisions["target_guard_denied"].any()
+    assert (decisions["missing_required"].map(len) == 0).all()
+
+
+def test_the_audits_run_with_the_assets_and_pass_on_the_sample(
+    materialized: tuple[Path, dg.ExecuteInProcessResult],
+) -> None:
+    _, result = materialized
+    checks = {evaluation.check_name: evaluation.passed for evaluation in result.get_asset_check_evaluations()}
+    assert checks == {
+        "kept_attempts": True,
+        "guard_recoveries": True,
+        "no_repeated_inspection_after_guard": True,
+        "enough_decision_points": True,
+        "targets_have_required_arguments": True,
+    }
+
+
+def test_a_failing_audit_names_the_numbers(tmp_path: Path) -> None:
+    from assets.mined_trajectories import MinedTrajectoriesConfig, audits
+
+    attempts = pd.DataFrame(
+        {
+            "attempt_id": ["a", "b"],
+            "tier": ["gold", "reject"],
+            "guard_denials": [1, 0],
+            "guard_recoveries": [0, 0],
+            "repeated_inspections_after_guard": [1, 0],
+        }
+    )
+    results = {r.check_name: r for r in audits(attempts, MinedTrajectoriesConfig(min_kept_attempts=2))}
+    assert not results["kept_attempts"].passed
+    assert results["kept_attempts"].metadata["kept"].value == 1
+    assert results["kept_attempts"].metadata["minimum"].value == 2
+    assert not results["no_repeated_inspection_after_guard"].passed
+    assert results["no_repeated_inspection_after_guard"].metadata["attempt_ids"].value == ["a"]

@@ -1,0 +1,502 @@
+"""Decision points: one training example per assistant tool call of an accepted task attempt.
+
+For each tool call of an attempt in the included tiers (gold and silver by default) this builds
+the chat history the agent had just before the call, the call itself in the canonical tool
+vocabulary (the source's own name and arguments kept beside it), and the labels mining already
+attached to the call (`CallInfo`). The `decision_points` asset is a thin wrapper around it:
+
+    attempts = mine_trajectories(events)
+    decisions = extract_decision_points(events, attempts, DecisionConfig(history_budget_chars=16_000))
+
+What a history holds, in event order (`order_session_events`):
+- the system prompt (`DecisionConfig.system_prompt`, formatted with the repo and cwd) and the
+  attempt's instruction as the first user message; neither is ever dropped;
+- earlier assistant turns as `{"role": "assistant", "content": text, "tool_calls": [...]}` with
+  canonical calls (calls made in one turn share a message), tool results as `{"role": "tool", ...}`
+  capped to head + tail, and later user messages of the attempt (interruption notices: mining
+  starts a new attempt at any other user message after the agent has acted).
+
+What it leaves out, and why:
+- reasoning and the own agent's `decision` notes: private to the agent, encrypted or missing in
+  most sources (so histories would differ by source), and they spell out the next call;
+- meta/system records and API errors: the agent never saw them as conversation;
+- tool results mining did not link to a call: a result without its call teaches nothing;
+- the assistant text of the target's own turn ("Reading fees.py to see ..."): it announces the
+  call, so a model could copy the answer from it in training and at replay time. Calls made
+  earlier in the same turn (parallel calls) stay, in a message of their own;
+- sub-agent (sidechain) work, from the history of a main-chain call: the main agent saw only the
+  sub-agent's final answer, as the result of the call that spawned it. Sub-agent calls become
+  targets only with `include_sidechain`, each decided in the sub-agent's own context: its prompt as
+  the instruction, then its own earlier calls and results.
+
+Over `history_budget_chars` (measured as the length of the history's JSON), whole units are dropped
+oldest first: an assistant turn together with the results of its calls, or a lone message, so the
+history never holds a result without its call. The target is not part of the history and is never
+cut. Ids come from content (session, file and position of the target call), and rows are sorted by
+(session_id, ordinal), so the same input gives the same rows in any row order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import string
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from trajectory_pipeline.actions import CallInfo
+from trajectory_pipeline.events import order_session_events
+from trajectory_pipeline.mining import annotate_calls
+from trajectory_pipeline.schema import canonical_json
+from trajectory_pipeline.vocabulary import missing_required
+
+TIERS = ("gold", "silver", "bronze", "reject")
+PROMPT_FIELDS = frozenset({"repo", "cwd"})
+MIN_RESULT_CHARS = 100  # room for the omission marker and some text on either side of it
+UNKNOWN_REPO = "the current repository"
+UNKNOWN_CWD = "the current directory"
+
+EVENT_COLUMNS = (
+    "session_id",
+    "source_path",
+    "seq",
+    "role",
+    "kind",
+    "text",
+    "cwd",
+    "is_sidechain",
+    "agent_id",
+)
+ATTEMPT_COLUMNS = (
+    "attempt_id",
+    "session_id",
+    "source",
+    "repo",
+    "first_ordinal",
+    "last_ordinal",
+    "instruction",
+    "tier",
+    "quality",
+    "family_id",
+    "intent",
+)
+
+DECISION_SCHEMA = pa.schema(
+    [
+        ("decision_id", pa.string()),
+        ("attempt_id", pa.string()),
+        ("session_id", pa.string()),
+        ("source", pa.string()),
+        ("repo", pa.string()),
+        ("tier", pa.string()),
+        ("quality", pa.float64()),
+        ("family_id", pa.string()),
+        ("intent", pa.string()),
+        ("step", pa.int64()),  # index of the call among the attempt's calls
+        ("ordinal", pa.int64()),  # position of the call in order_session_events order
+        ("messages", pa.large_string()),  # canonical JSON list of chat messages before the call
+        ("target_name", pa.string()),
+        ("target_arguments", pa.large_string()),
+        ("target_source_name", pa.string()),
+        ("target_source_arguments", pa.large_string()),
+        ("target_known", pa.bool_()),
+        ("missing_required", pa.list_(pa.string())),
+        ("action_class", pa.string()),
+        ("decisive", pa.bool_()),
+        ("first_action", pa.bool_()),
+        ("after_guard", pa.bool_()),
+        ("guard_recovery", pa.bool_()),
+        ("repeated_inspection_after_guard", pa.bool_()),
+        ("target_guard_denied", pa.bool_()),  # a person, hook or sandbox refused the target call
+        ("history_messages", pa.int64()),
+        ("history_dropped", pa.int64()),
+        ("history_chars", pa.int64()),
+        ("is_sidechain", pa.bool_()),
+    ]
+)
+
+Message = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class DecisionConfig:
+    """Which attempts become decision points, and how much history each one carries."""
+
+    # Attempt tiers whose calls become decision points (gold / silver / bronze / reject).
+    included_tiers: tuple[str, ...] = ("gold", "silver")
+    # Each tool result in the history is capped to this many characters: head and tail, with a
+    # marker that says how much was left out between them.
+    max_result_chars: int = 2_000
+    # Size of the history's JSON above which the oldest messages after the instruction are dropped;
+    # the system prompt, the instruction and the target are never dropped.
+    history_budget_chars: int = 24_000
+    # The first message of every history; may use {repo} and {cwd}.
+    system_prompt: str = "You are a coding agent working in {repo}. Decide the next tool call."
+    # Also make decision points of sub-agent (sidechain) calls, each decided in the sub-agent's own
+    # context. Off by default: sub-agent prompts are written by the main agent, not by a person.
+    include_sidechain: bool = False
+
+    def __post_init__(self) -> None:
+        unknown = [tier for tier in self.included_tiers if tier not in TIERS]
+        if not self.included_tiers or unknown:
+            raise ValueError(
+                f"included_tiers must be a non-empty selection of {TIERS}, got {self.included_tiers!r}"
+            )
+        if self.max_result_chars < MIN_RESULT_CHARS:
+            raise ValueError(
+                f"max_result_chars must be at least {MIN_RESULT_CHARS}, got {self.max_result_chars}"
+            )
+        if self.history_budget_chars < 1:
+            raise ValueError(f"history_budget_chars must be positive, got {self.history_budget_chars}")
+        fields = {name for _, name, _, _ in string.Formatter().parse(self.system_prompt) if name is not None}
+        if not fields <= PROMPT_FIELDS:
+            raise ValueError(
+                f"system_prompt may only use the fields {sorted(PROMPT_FIELDS)}, got {sorted(fields)}"
+            )
+
+
+def cap_result(text: str, limit: int) -> str:
+    """`text` if it fits in `limit` characters, else its head and tail around an omission marker,
+    `limit` characters at most in all."""
+    if len(text) <= limit:
+        return text
+    longest_marker = len(_omission_marker(len(text)))
+    keep = max(limit - longest_marker, 0)
+    head, tail = keep - keep // 2, keep // 2
+    return text[:head] + _omission_marker(len(text) - keep) + (text[-tail:] if tail else "")
+
+
+def _omission_marker(omitted: int) -> str:
+    return f"\n[... {omitted} characters omitted ...]\n"
+
+
+def decision_id(session_id: str, source_path: str, seq: int) -> str:
+    """16 hex characters of sha256 over where the target call was written: stable across runs."""
+    key = "\x1f".join((session_id, source_path, str(seq)))
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def _json_len(message: Message) -> int:
+    return len(canonical_json(message))
+
+
+def _value(value: Any) -> Any:
+    """None for pandas' missing values (None, NaN, NA), the value otherwise."""
+    return None if value is None or (not isinstance(value, list | dict) and pd.isna(value)) else value
+
+
+def _as_list(column: pd.Series) -> list[Any]:
+    """The column's values as Python objects, with None for every kind of missing value."""
+    return column.astype(object).where(column.notna(), None).tolist()
+
+
+class _EventView:
+    """The columns history building needs, as Python lists, for a run of ordered events."""
+
+    def __init__(self, columns: dict[str, list[Any]], ordinals: list[int]) -> None:
+        self.columns = columns
+        self.ordinals = ordinals
+        self.position = {ordinal: index for index, ordinal in enumerate(ordinals)}
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame) -> _EventView:
+        missing = [name for name in (*EVENT_COLUMNS, "ordinal") if name not in frame.columns]
+        if missing:
+            raise ValueError(
+                f"events need the columns {missing} (ordered events come from order_session_events); "
+                f"got {list(frame.columns)}"
+            )
+        columns = {name: _as_list(frame[name]) for name in EVENT_COLUMNS}
+        return cls(columns, [int(v) for v in frame["ordinal"].tolist()])
+
+    def slice(self, start: int, stop: int) -> _EventView:
+        return _EventView({k: v[start:stop] for k, v in self.columns.items()}, self.ordinals[start:stop])
+
+    def row(self, ordinal: int) -> dict[str, Any]:
+        if ordinal not in self.position:
+            raise ValueError(f"no event with ordinal {ordinal}: the events hold {self._span()}")
+        index = self.position[ordinal]
+        return {name: values[index] for name, values in self.columns.items()}
+
+    def context(self, index: int) -> str | None:
+        """None for the main agent; the sub-agent's id (or file) for sidechain events."""
+        if not self.columns["is_sidechain"][index]:
+            return None
+        return str(self.columns["agent_id"][index] or self.columns["source_path"][index])
+
+    def context_of(self, ordinal: int) -> str | None:
+        self.row(ordinal)
+        return self.context(self.position[ordinal])
+
+    def _span(self) -> str:
+        return f"ordinals {self.ordinals[0]}..{self.ordinals[-1]}" if self.ordinals else "no events"
+
+
+class _Conversation:
+    """One agent's side of an attempt (the main agent, or one sub-agent) as chat messages,
+    built once; `history(ordinal)` then cuts it before any of its calls."""
+
+    def __init__(
+        self,
+        view: _EventView,
+        calls: Sequence[CallInfo],
+        context: str | None,
+        instruction: str,
+        repo: str | None,
+        config: DecisionConfig,
+    ) -> None:
+        self.budget = config.history_budget_chars
+        indices = [i for i in range(len(view.ordinals)) if view.context(i) == context]
+        own_ordinals = {view.ordinals[i] for i in indices}
+        own_calls = [info for info in calls if info.ordinal in own_ordinals]
+        by_call = {info.ordinal: info for info in own_calls}
+        by_result = {info.result_ordinal: info for info in own_calls if info.result_ordinal is not None}
+        call_ids = {info.ordinal: info.tool_call_id or f"call_{info.ordinal}" for info in own_calls}
+
+        cwd = next((view.columns["cwd"][i] for i in indices if view.columns["cwd"][i]), None)
+        system = config.system_prompt.format(repo=repo or UNKNOWN_REPO, cwd=cwd or UNKNOWN_CWD)
+        self.messages: list[Message] = []  # everything after the instruction, in order
+        self.units: list[int] = []  # per message: index of the message that opens its unit
+        self.turn_of: dict[int, tuple[int, int]] = {}  # call ordinal -> (its turn's message, calls before it)
+        turn: Message | None = None
+        turn_text: list[str] = []
+        unit_of_call: dict[int, int] = {}
+        # Mining joins the user messages before the agent's first act into one instruction.
+        active = False
+        prompt_parts: list[str] = []
+
+        def close_turn() -> None:
+            nonlocal turn, turn_text
+            if turn is None and turn_text:
+                self._append({"role": "assistant", "content": "\n\n".join(turn_text)}, None)
+            turn, turn_text = None, []
+
+        for i in indices:
+            ordinal, role, kind, text = (
+                view.ordinals[i],
+                view.columns["role"][i],
+                view.columns["kind"][i],
+                view.columns["text"][i],
+            )
+            active = active or role in ("assistant", "tool")
+            if ordinal in by_call:
+                info = by_call[ordinal]
+                if turn is None:
+                    turn = {"role": "assistant", "content": "\n\n".join(turn_text), "tool_calls": []}
+                    self._append(turn, None)
+                    turn_text = []
+                unit_of_call[ordinal] = len(self.messages) - 1
+                self.turn_of[ordinal] = (len(self.messages) - 1, len(turn["tool_calls"]))
+                turn["tool_calls"].append(
+                    {"id": call_ids[ordinal], "name": info.call.name, "arguments": info.call.arguments}
+                )
+            elif ordinal in by_result and by_result[ordinal].ordinal in unit_of_call:
+                close_turn()
+                info = by_result[ordinal]
+                content = cap_result(info.result_text or "", config.max_result_chars)
+                result = {
+                    "role": "tool",
+                    "tool_call_id": call_ids[info.ordinal],
+                    "name": info.call.name,
+                    "content": content,
+                }
+                self._append(result, unit_of_call[info.ordinal])
+            elif kind == "message" and role == "user":
+                close_turn()
+                if not active:  # part of the instruction (or of a sub-agent's prompt)
+                    prompt_parts.extend([text] if text else [])
+                elif text:
+                    self._append({"role": "user", "content": text}, None)
+            elif kind == "message" and role == "assistant" and text and text.strip():
+                if turn is not None:  # text after calls starts the next turn
+                    close_turn()
+                turn_text.append(text.strip())  # Claude Code writes "\n\n" between blocks
+        close_turn()
+        if context is not None and prompt_parts:
+            instruction = "\n\n".join(prompt_parts)
+        self.head: list[Message] = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": instruction},
+        ]
+        self.sizes = [_json_len(m) for m in self.messages]
+        self.head_chars = sum(_json_len(m) for m in self.head)  # never dropped
+
+    def _append(self, message: Message, unit: int | None) -> None:
+        self.units.append(len(self.messages) if unit is None else unit)
+        self.messages.append(message)
+
+    def history(self, ordinal: int) -> tuple[list[Message], int]:
+        """The messages before the call at `ordinal`, and how many were dropped for the budget."""
+        if ordinal not in self.turn_of:
+            raise ValueError(f"the call at ordinal {ordinal} is not one of this conversation's calls")
+        turn_index, calls_before = self.turn_of[ordinal]
+        body = [(self.units[i], self.messages[i], self.sizes[i]) for i in range(turn_index)]
+        if calls_before:  # parallel calls the agent made just before the target, in the same turn
+            earlier = {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": self.messages[turn_index]["tool_calls"][:calls_before],
+            }
+            body.append((turn_index, earlier, _json_len(earlier)))
+        # The length of the history's JSON: brackets, and a comma between messages.
+        total = 1 + self.head_chars + len(self.head) + sum(size + 1 for _, _, size in body)
+        dropped_units: set[int] = set()
+        if total > self.budget:
+            unit_chars: dict[int, int] = {}
+            for unit, _, size in body:
+                unit_chars[unit] = unit_chars.get(unit, 0) + size + 1
+            for unit in sorted(unit_chars):  # a unit's id is its first message's index: oldest first
+                if total <= self.budget:
+                    break
+                dropped_units.add(unit)
+                total -= unit_chars[unit]
+        kept = [message for unit, message, _ in body if unit not in dropped_units]
+        return [*self.head, *kept], len(body) - len(kept)
+
+
+def build_history(
+    attempt_events: pd.DataFrame,
+    calls: list[CallInfo],
+    target: int,
+    instruction: str,
+    config: DecisionConfig,
+    repo: str | None,
+) -> tuple[list[dict[str, Any]], int]:
+    """The chat messages before `calls[target]`, and how many were dropped for the history budget.
+
+    `attempt_events` are one attempt's events in `order_session_events` order (with `ordinal`);
+    `calls` are the attempt's calls as mining annotates them. A sub-agent's call gets the
+    sub-agent's own prompt as its instruction instead of `instruction`.
+    """
+    if not 0 <= target < len(calls):
+        raise ValueError(f"target must index one of the attempt's {len(calls)} calls, got {target}")
+    view = _EventView.from_frame(attempt_events)
+    ordinal = calls[target].ordinal
+    conversation = _Conversation(view, calls, view.context_of(ordinal), instruction, repo, config)
+    return conversation.history(ordinal)
+
+
+def _require_columns(frame: pd.DataFrame, names: Sequence[str], what: str) -> None:
+    missing = [name for name in names if name not in frame.columns]
+    if missing:
+        raise ValueError(f"{what} lack the columns {missing}; got {list(frame.columns)}")
+
+
+def _empty() -> pd.DataFrame:
+    return DECISION_SCHEMA.empty_table().to_pandas()
+
+
+def extract_decision_points(
+    events: pd.DataFrame, attempts: pd.DataFrame, config: DecisionConfig = DecisionConfig()
+) -> pd.DataFrame:
+    """One row per assistant tool call in attempts of `config.included_tiers` (see the module doc).
+
+    `events` are raw_sessions rows; `attempts` are mined_trajectories rows, whose
+    first_ordinal..last_ordinal refer to `order_session_events` order.
+    """
+    _require_columns(events, EVENT_COLUMNS, "events")
+    _require_columns(attempts, ATTEMPT_COLUMNS, "attempts")
+    accepted = attempts[attempts["tier"].isin(config.included_tiers)]
+    if accepted.empty:
+        return _empty()
+    accepted = accepted.sort_values(["session_id", "first_ordinal"], kind="stable")
+    # Ordinals count within a session, so ordering only the sessions needed gives the same ones.
+    ordered = order_session_events(events[events["session_id"].isin(set(accepted["session_id"]))])
+    view = _EventView.from_frame(ordered)
+    spans: dict[str, tuple[int, int]] = {}  # session -> its rows [start, stop) in `ordered`
+    for session_id, positions in ordered.groupby("session_id", sort=False).indices.items():
+        spans[str(session_id)] = (int(positions[0]), int(positions[-1]) + 1)
+
+    rows: list[dict[str, Any]] = []
+    for attempt in accepted.to_dict("records"):
+        session_id = str(attempt["session_id"])
+        first, last = int(attempt["first_ordinal"]), int(attempt["last_ordinal"])
+        start, stop = spans.get(session_id, (0, 0))
+        if not 0 <= first <= last < stop - start:
+            raise ValueError(
+                f"attempt {attempt['attempt_id']} spans ordinals {first}..{last} of session {session_id}, "
+                f"which has {stop - start} events"
+            )
+        calls = annotate_calls(ordered.iloc[start + first : start + last + 1])
+        rows.extend(_attempt_rows(attempt, calls, view.slice(start + first, start + last + 1), config))
+    if not rows:
+        return _empty()
+    frame = pa.Table.from_pylist(rows, schema=DECISION_SCHEMA).to_pandas()
+    return frame.sort_values(["session_id", "ordinal"], kind="stable").reset_index(drop=True)
+
+
+def _attempt_rows(
+    attempt: Mapping[Hashable, Any], calls: list[CallInfo], view: _EventView, config: DecisionConfig
+) -> list[dict[str, Any]]:
+    """The decision-point rows of one attempt's calls."""
+    repo = _value(attempt["repo"])
+    conversations: dict[str | None, _Conversation] = {}  # one per agent: main, and each sub-agent
+    rows = []
+    for step, info in enumerate(calls):
+        if info.is_sidechain and not config.include_sidechain:
+            continue
+        target = view.row(info.ordinal)
+        if target["kind"] != "tool_call":
+            raise ValueError(
+                f"call {step} of attempt {attempt['attempt_id']} points at ordinal {info.ordinal}, "
+                f"a {target['role']} {target['kind']} event, not a tool_call"
+            )
+        context = view.context_of(info.ordinal)
+        if context not in conversations:
+            instruction = _value(attempt["instruction"])
+            if not isinstance(instruction, str):
+                raise ValueError(f"attempt {attempt['attempt_id']} has no instruction text: {instruction!r}")
+            conversations[context] = _Conversation(view, calls, context, instruction, repo, config)
+        messages, dropped = conversations[context].history(info.ordinal)
+        messages_json = canonical_json(messages)
+        call = info.call
+        rows.append(
+            {
+                "decision_id": decision_id(str(attempt["session_id"]), target["source_path"], target["seq"]),
+                "attempt_id": attempt["attempt_id"],
+                "session_id": attempt["session_id"],
+                "source": attempt["source"],
+                "repo": repo,
+                "tier": attempt["tier"],
+                "quality": float(attempt["quality"]),
+                "family_id": attempt["family_id"],
+                "intent": _value(attempt["intent"]),
+                "step": step,
+                "ordinal": info.ordinal,
+                "messages": messages_json,
+                "target_name": call.name,
+                "target_arguments": canonical_json(call.arguments),
+                "target_source_name": call.source_name,
+                "target_source_arguments": canonical_json(call.source_arguments),
+                "target_known": call.known,
+                "missing_required": list(missing_required(call)),
+                "action_class": info.action_class,
+                "decisive": info.decisive,
+                "first_action": info.first_action,
+                "after_guard": info.after_guard,
+                "guard_recovery": info.guard_recovery,
+                "repeated_inspection_after_guard": info.repeated_inspection_after_guard,
+                "target_guard_denied": info.guard_denied,
+                "history_messages": len(messages),
+                "history_dropped": dropped,
+                "history_chars": len(messages_json),
+                "is_sidechain": info.is_sidechain,
+            }
+        )
+    return rows
+
+
+def learnable(decisions: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The decision points worth training on, and how many were set aside for each reason.
+
+    A call that a person or policy refused is not a decision to imitate, and a target missing a
+    required argument (arguments redacted by whoever published the transcript, say) can be
+    neither learned nor scored.
+    """
+    refused = decisions["target_guard_denied"].astype(bool)
+    incomplete = decisions["missing_required"].map(len).astype(bool) & ~refused
+    kept = decisions[~(refused | incomplete)].reset_index(drop=True)
+    return kept, {"refused_by_guard": int(refused.sum()), "missing_required_arguments": int(incomplete.sum())}

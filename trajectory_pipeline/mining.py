@@ -1,0 +1,937 @@
+"""Mining task attempts out of raw_sessions: one row per attempt, its signals, a tier and a score.
+
+An attempt is a real user instruction and the agent's work until the next one (or the session's
+end). For each attempt this records what the agent did (tool calls in the canonical vocabulary,
+files inspected and edited, verification commands and their outcomes), what went wrong (errors,
+guard denials and what came next, interruptions, corrections), a quality tier with the reasons,
+a numeric quality in [0, 1] and a workflow family id. The `mined_trajectories` asset is a thin
+wrapper around `mine_trajectories`; decision-point extraction reuses `annotate_calls`:
+
+    from trajectory_pipeline.mining import MiningConfig, TRAJECTORY_SCHEMA, mine_trajectories
+    attempts = mine_trajectories(pd.read_parquet("data/warehouse/raw_sessions/2026-11-20.parquet"))
+    table = pa.Table.from_pandas(attempts, schema=TRAJECTORY_SCHEMA, preserve_index=False)
+
+Attempts (positions are `order_session_events` ordinals):
+- An instruction is a user message that is not a sub-agent's prompt (`is_sidechain`), not an
+  interruption notice, not a tool result and not injected context (parsers mark that `meta`).
+  User messages with no agent activity between them (Codex's AGENTS.md and prompt, Claude's text
+  and image blocks, aider's `/ask` then the question) are one instruction, joined by blank lines.
+- Events before a session's first instruction (system prompts, sub-agent warm-ups) belong to no
+  attempt: nobody asked for anything yet. A session without an instruction has no attempts.
+- Sub-agent events fall in the attempt whose span holds them (events are in time order) and are
+  counted in `sidechain_events`; their calls are part of the attempt's work.
+
+Signals, and the heuristics behind them:
+- Errors: tool results flagged `is_error` or with a non-zero exit code (or, where a source
+  records neither, a result that opens with "Error", "Exit code N", "Traceback"...), and error
+  events, except the notice an agent log writes right after a failed result, which is the same
+  error. An error is resolved by a later successful tool result; one still open at the end is
+  `unresolved_error_at_end`.
+- Guard denials: a result that says a person, hook, sandbox or policy refused the call (Claude
+  Code's "The user doesn't want to proceed with this tool use", "PreToolUse:Bash hook error",
+  Codex's "rejected by user" and "failed in sandbox", "DENIED:", "blocked by policy", "the user
+  declined"...). They are not errors. "Permission denied" and "not permitted" count only when the
+  result opens with them: inside a shell's output they are the OS refusing a file, an error the
+  agent should fix. The next call of the same agent is a recovery when it is a different call that
+  was not refused and is not an inspection repeated from before the guard (same canonical name and
+  arguments as an inspection before it).
+- Interruptions: events flagged `interrupted`, and notices such as "interrupted by user
+  (KeyboardInterrupt)". Claude Code's "[Request interrupted by user for tool use]" right after a
+  refused call is part of that refusal, not a second event. Chat logs record no interruption, so
+  there (`MiningConfig.implicit_interruption_sources`) an attempt that the next instruction cuts
+  off while the agent's last act was a tool call or result (it never answered) counts as one; in
+  other sources that is a message queued while the agent worked, or a turn it ended itself.
+- Corrections: the next instruction corrects this attempt when it opens with "no", "wait",
+  "stop", "don't", "actually", "undo", "revert", "instead"... or says "that's wrong", "not what I
+  meant", "bad idea" (`MiningConfig.correction_pattern`). It is counted on the corrected attempt.
+- Verification: run_shell calls whose command the verification classifier recognizes (pytest, npm
+  test, cargo test, ruff, tsc...), with outcomes from exit codes and runner output. Refused ones
+  did not run and are left out. `final_verification` is the last one after the last successful
+  edit (after any, with no edit); `verified_after_last_edit` says it passed after a real edit.
+- Intent: keyword rules on the instruction (first match wins): explain when it asks for no
+  changes; write_tests; bump_dependency; refactor (renames, lint and clippy clean-ups); fix_bug;
+  add_feature; ops (runs, commits, deploys); explain (questions); else other. A correction takes
+  the intent of the attempt it corrects: it continues the same task.
+- Shape: the action classes in order, with runs collapsed and `patch` counted as `edit` (a Codex
+  apply_patch and a Claude Edit are the same step); refused calls are left out. The family id
+  hashes repo, intent and shape.
+
+Tiers (first matching rule; reasons are all the codes that apply):
+- reject: `no_tool_calls`, `too_short` (fewer than `min_tool_calls`), `interrupted`,
+  `final_verification_failed`, `unresolved_error_at_end`, `all_calls_refused` (nothing ran);
+- gold: a successful edit and a passing verification after the last one
+  (`edit_then_passing_verification`), unless the attempt ended on a refused call
+  (`ended_on_guard_denial`) or scores under `gold_min_quality` (`below_gold_quality`): then silver;
+- silver: edits with no failing final verification (`edit_without_verification`,
+  `edit_verification_unknown`), or a passing verification without edits (`inspect_only_verified`);
+- bronze: tool work without an outcome signal (`no_outcome_signal`).
+`ended_on_guard_denial` is added to any tier's reasons when the agent's last call was refused.
+Events before the first instruction are not mined; the `mined_trajectories` asset may count them.
+
+Quality: each tier owns a quarter of [0, 1] (reject [0, .25], bronze [.25, .5], silver [.5, .75],
+gold [.75, 1]) and the signal score in [0, 1] places the attempt inside it:
+`quality = tier_floor + 0.25 * signal`, where signal is the weighted mean (weights in
+`MiningConfig`) of: the share of calls that did not fail; a passing final verification; guard
+handling (recoveries minus repeated inspections per denial, 1 without denials); no corrections;
+the agent's own confidence (0.5 where the source records none). So any threshold keeps whole
+tiers above it and the better attempts of the tier it cuts.
+
+Speed: events are ordered once (vectorized), converted to plain lists once, and each session is a
+range of rows walked by plain Python loops; no per-row DataFrame access. One core mines about
+55,000 events/s, ordering included (a generated corpus of 3 days x 2,000 sessions a source: 367k
+events, 25k attempts in 6.2 s); about a fifth of the time is the verification classifier reading
+runner output.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shlex
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from trajectory_pipeline.actions import CallInfo, action_class, is_decisive, shell_command
+from trajectory_pipeline.events import order_session_events
+from trajectory_pipeline.schema import canonical_json
+from trajectory_pipeline.verification import command_intent, command_outcome
+from trajectory_pipeline.vocabulary import CanonicalCall, canonicalize
+
+TIERS = ("gold", "silver", "bronze", "reject")
+INTENTS = (
+    "fix_bug",
+    "add_feature",
+    "refactor",
+    "write_tests",
+    "bump_dependency",
+    "explain",
+    "ops",
+    "other",
+)
+TIER_FLOORS = {"reject": 0.0, "bronze": 0.25, "silver": 0.5, "gold": 0.75}
+TIER_WIDTH = 0.25
+
+DEFAULT_CORRECTION_PATTERN = (
+    r"^\W*(?:no\b|nope\b|wrong\b|wait\b|stop\b|hold on\b|don'?t\b|do not\b|actually\b|undo\b|revert\b"
+    r"|instead\b|rather\b|not like that\b|i said\b|i meant\b|try again\b|that'?s not\b)"
+    r"|\b(?:that'?s (?:wrong|incorrect|not (?:it|right|what))|not what i (?:asked|meant|wanted)"
+    r"|bad idea|not acceptable|undo (?:that|this|it|your)|revert (?:that|this|it|your)|instead\b)"
+)
+
+
+@dataclass(frozen=True)
+class MiningConfig:
+    """Thresholds and weights of tiering and scoring (see the module docstring for the rules)."""
+
+    # An attempt with fewer tool calls is rejected as "too_short" (none at all is "no_tool_calls").
+    min_tool_calls: int = 1
+    # A gold-rule attempt whose quality falls below this is silver ("below_gold_quality"). The
+    # default only demotes gold attempts with a signal score under 0.2: many failed calls and a
+    # correction, say.
+    gold_min_quality: float = 0.8
+    # Weights of the signal score that places an attempt inside its tier's quarter of [0, 1];
+    # normalized by their sum, so only their ratios matter.
+    weight_clean_calls: float = 0.35  # share of tool calls that did not fail
+    weight_verified: float = 0.25  # the final verification passed
+    weight_guard_handling: float = 0.15  # recovered from guard denials (full marks without denials)
+    weight_no_corrections: float = 0.15  # the user did not correct the attempt
+    weight_confidence: float = 0.10  # the agent's own confidence, where the source records it
+    # Case-insensitive regex on the next instruction: a match counts a correction of this attempt.
+    correction_pattern: str = DEFAULT_CORRECTION_PATTERN
+    # Sources whose logs record no interruption (chat JSONL): there an attempt that the next
+    # instruction cuts off while the agent's last act was a tool call or result counts as one.
+    # Elsewhere that is a queued message or a turn the agent ended itself.
+    implicit_interruption_sources: tuple[str, ...] = ("chat_jsonl",)
+
+    def __post_init__(self) -> None:
+        if self.min_tool_calls < 0:
+            raise ValueError(f"min_tool_calls must be at least 0, got {self.min_tool_calls}")
+        if not 0.0 <= self.gold_min_quality <= 1.0:
+            raise ValueError(f"gold_min_quality must be within [0, 1], got {self.gold_min_quality}")
+        weights = {name: getattr(self, name) for name in _WEIGHT_FIELDS}
+        negative = {name: value for name, value in weights.items() if value < 0}
+        if negative or sum(weights.values()) <= 0:
+            raise ValueError(f"signal weights must be >= 0 with a positive sum, got {negative or weights}")
+        try:
+            re.compile(self.correction_pattern)
+        except re.error as err:
+            raise ValueError(f"correction_pattern is not a valid regex: {err}") from err
+
+    @property
+    def weights(self) -> tuple[float, ...]:
+        return tuple(getattr(self, name) for name in _WEIGHT_FIELDS)
+
+
+_WEIGHT_FIELDS = (
+    "weight_clean_calls",
+    "weight_verified",
+    "weight_guard_handling",
+    "weight_no_corrections",
+    "weight_confidence",
+)
+
+
+_TS = pa.timestamp("us", tz="UTC")
+_STRINGS = pa.list_(pa.string())
+
+TRAJECTORY_SCHEMA = pa.schema(
+    [
+        ("attempt_id", pa.string()),  # sha256 of session, file and line of the first instruction; 16 hex
+        ("session_id", pa.string()),
+        ("source", pa.string()),
+        ("repo", pa.string()),
+        ("git_branch", pa.string()),
+        ("model", pa.string()),
+        ("attempt_index", pa.int64()),  # 0-based within the session
+        ("first_ordinal", pa.int64()),  # the instruction's ordinal (order_session_events)
+        ("last_ordinal", pa.int64()),  # inclusive
+        ("instruction", pa.large_string()),
+        ("started_at", _TS),
+        ("ended_at", _TS),
+        ("duration_s", pa.float64()),
+        ("tool_calls", pa.int64()),
+        ("tools_used", _STRINGS),  # canonical names, in order of first use
+        ("tool_sequence", _STRINGS),  # canonical names, every call in order
+        ("files_inspected", _STRINGS),
+        ("files_edited", _STRINGS),
+        ("edits", pa.int64()),  # successful edit / write / patch calls
+        ("verification_intents", _STRINGS),
+        ("verification_outcomes", _STRINGS),  # parallel to verification_intents
+        ("final_verification", pa.string()),  # passed / failed / unknown, or null
+        ("verified_after_last_edit", pa.bool_()),
+        ("errors", pa.int64()),
+        ("unresolved_error_at_end", pa.bool_()),
+        ("guard_denials", pa.int64()),
+        ("guard_recoveries", pa.int64()),
+        ("repeated_inspections_after_guard", pa.int64()),
+        ("interruptions", pa.int64()),
+        ("corrections", pa.int64()),
+        ("confidence", pa.float64()),  # mean of the agent's own confidences; null where none recorded
+        ("sidechain_events", pa.int64()),
+        ("intent", pa.string()),
+        ("shape", pa.string()),  # e.g. "inspect>edit>verification"
+        ("family_id", pa.string()),  # sha256 of repo, intent and shape; 12 hex
+        ("tier", pa.string()),
+        ("tier_reasons", _STRINGS),
+        ("quality", pa.float64()),
+    ]
+)
+
+# ---------------------------------------------------------------- text heuristics
+
+_GUARD_AT_START = re.compile(
+    r"(?:error:\s*|<tool_use_error>\s*)?(?:"
+    r"the user doesn['’]?t want to (?:proceed|take this action)|user rejected|the user declined|denied:"
+    r"|guard refused|permission to use \S+ (?:with .* )?has been denied|claude requested permissions"
+    r"|permission denied|not permitted|blocked:|blocked by|pretooluse:\S* hook error"
+    r"|hook \S+ (?:denied|blocked)|tool (?:call|execution) (?:was )?(?:cancelled|denied|rejected))",
+    re.IGNORECASE,
+)
+_GUARD_ANYWHERE = re.compile(
+    r"(?:rejected|declined|denied|cancell?ed) by (?:the )?(?:user|hook|policy|sandbox|approval)"
+    r"|failed in sandbox|sandbox denied|blocked by (?:policy|hook|the sandbox|sandbox|guard)"
+    r"|not allowed by (?:policy|the sandbox|sandbox)|approval (?:was )?denied",
+    re.IGNORECASE,
+)
+_GUARD_HEAD = 400
+# Every guard phrase holds one of these; a plain substring test spares the regexes most results.
+_GUARD_WORDS = (
+    "doesn't want",
+    "doesn’t want",
+    "doesnt want",
+    "reject",
+    "declin",
+    "denied",
+    "cancel",
+    "guard",
+    "permission",
+    "permitted",
+    "blocked",
+    "hook",
+    "sandbox",
+    "not allowed",
+)
+
+_INTERRUPT_TEXT = re.compile(
+    r"\s*(?:\[request interrupted by user|interrupted by (?:the )?user\b|turn aborted\b|keyboardinterrupt)",
+    re.IGNORECASE,
+)
+_ERROR_TEXT = re.compile(r"\s*(?:error\b|exit code [1-9]|traceback \(most recent|fatal:)", re.IGNORECASE)
+
+_PATCH_FILE = re.compile(
+    r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$|^\+\+\+ (?:b/)?(.+?)\s*$", re.MULTILINE
+)
+_SED_SCRIPT = re.compile(r"^\d*,?\d*p$")
+
+_INTENT_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (intent, re.compile(pattern, re.IGNORECASE))
+    for intent, pattern in (
+        ("explain", r"don'?t change anything|no changes|just explain|without changing"),
+        ("write_tests", r"\b(?:add|write|create)\b.{0,40}\btests?\b|\bno tests?\b|\btest coverage\b"),
+        (
+            "bump_dependency",
+            r"\b(?:bump|upgrade|downgrade)\b|\b(?:dependabot|renovate)\b"
+            r"|\bupdate\b.{0,40}(?:\bto v?\d+\.\d+|\bversion|\bdependenc|\bpackage)",
+        ),
+        (
+            "refactor",
+            r"\b(?:refactor\w*|rename\w*|clean ?up|restructure|simplify|reorgani[sz]e|extract|lint|clippy"
+            r"|warnings?)\b|misleading name|\bcall it\b.+\beverywhere\b",
+        ),
+        (
+            "fix_bug",
+            r"\b(?:fix\w*|bugs?|broken|crash\w*|fail\w*|errors?|exception|traceback|regression|wrong"
+            r"|off[- ]by[- ]one|doesn'?t work|not working|is red)\b"
+            r"|\b(?:render|show|display|return|print)s?\b.{0,40}\binstead of\b",
+        ),
+        (
+            "add_feature",
+            r"^\W*(?:add|implement|support|introduce|expose|allow|enable|return|create|build)\b"
+            r"|\badd\b|\bneeds? (?:a|an)\b|\bnew (?:feature|endpoint|flag|option|command)\b",
+        ),
+        (
+            "ops",
+            r"^\W*run\b|\b(?:rerun|re-run|deploy\w*|restart\w*|roll ?back|backfill|dry[- ]run|migrate"
+            r"|release|commit|push|merge|rebase)\b",
+        ),
+        (
+            "explain",
+            r"^\W*(?:how|what|why|where|which|who|when|is|are|does|do|can you explain|explain|describe"
+            r"|summari[sz]e|walk me through|tell me|quick question)\b|\bexplain\b",
+        ),
+    )
+)
+
+
+def classify_intent(instruction: str) -> str:
+    """The instruction's intent class from keywords (module docstring); "other" when none match."""
+    for intent, pattern in _INTENT_RULES:
+        if pattern.search(instruction):
+            return intent
+    return "other"
+
+
+def is_guard_denial(text: str | None) -> bool:
+    """Whether a tool result's text says a person, hook, sandbox or policy refused the call."""
+    if not text:
+        return False
+    head = text.lstrip()[:_GUARD_HEAD]
+    lowered = head.lower()
+    if not any(word in lowered for word in _GUARD_WORDS):
+        return False
+    return _GUARD_AT_START.match(head) is not None or _GUARD_ANYWHERE.search(head) is not None
+
+
+def _is_interruption_text(text: str | None) -> bool:
+    return text is not None and _INTERRUPT_TEXT.match(text[:200]) is not None
+
+
+def _stable_hash(*parts: object, length: int) -> str:
+    joined = "\x1f".join("" if part is None else str(part) for part in parts)
+    return hashlib.sha256(joined.encode()).hexdigest()[:length]
+
+
+def family_id(repo: str | None, intent: str, shape: str) -> str:
+    """Stable id of a workflow family: the same repo, intent and shape give the same id."""
+    return _stable_hash(repo or "", intent, shape, length=12)
+
+
+def attempt_id(session_id: str, source_path: str, seq: int) -> str:
+    """Stable id of an attempt, from where its first instruction sits."""
+    return _stable_hash(session_id, source_path, seq, length=16)
+
+
+# ---------------------------------------------------------------- columns as plain lists
+
+_REQUIRED = ("session_id", "source", "source_path", "seq", "role", "kind")
+_OPTIONAL_TEXT = (
+    "text",
+    "tool_name",
+    "tool_call_id",
+    "tool_input",
+    "cwd",
+    "repo",
+    "git_branch",
+    "model",
+    "agent_id",
+)
+
+
+def _objects(series: pd.Series) -> list[Any]:
+    """Values as Python objects with every missing value (NaN, NA, NaT) as None."""
+    values = series.astype(object)
+    return values.where(series.notna(), None).tolist()
+
+
+def _micros(series: pd.Series) -> list[int | None]:
+    if pd.api.types.is_integer_dtype(series.dtype):
+        return [int(v) for v in series.tolist()]
+    stamps = pd.to_datetime(series, utc=True).dt.as_unit("us")
+    raw = stamps.to_numpy(dtype="datetime64[us]", na_value=np.datetime64("NaT")).view("int64")
+    missing = stamps.isna().to_numpy()
+    return [None if gone else int(v) for v, gone in zip(raw.tolist(), missing.tolist(), strict=True)]
+
+
+class _Events:
+    """The columns mining reads, as lists indexed by row of an ordered events frame."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        missing = [name for name in (*_REQUIRED, "ordinal") if name not in frame.columns]
+        if missing:
+            raise ValueError(
+                f"events need the columns {missing} (ordered events come from order_session_events); "
+                f"got {list(frame.columns)}"
+            )
+        n = len(frame)
+        nothing: list[Any] = [None] * n
+        self.n = n
+        self.session_id: list[str] = frame["session_id"].astype(str).tolist()
+        self.source: list[str] = frame["source"].astype(str).tolist()
+        self.source_path: list[str] = frame["source_path"].astype(str).tolist()
+        self.seq: list[int] = [int(v) for v in frame["seq"].tolist()]
+        self.ordinal: list[int] = [int(v) for v in frame["ordinal"].tolist()]
+        self.role: list[str] = frame["role"].astype(str).tolist()
+        self.kind: list[str] = frame["kind"].astype(str).tolist()
+        texts = {name: _objects(frame[name]) if name in frame.columns else nothing for name in _OPTIONAL_TEXT}
+        self.text: list[str | None] = texts["text"]
+        self.tool_name: list[str | None] = texts["tool_name"]
+        self.tool_call_id: list[str | None] = texts["tool_call_id"]
+        self.tool_input: list[str | None] = texts["tool_input"]
+        self.cwd: list[str | None] = texts["cwd"]
+        self.repo: list[str | None] = texts["repo"]
+        self.git_branch: list[str | None] = texts["git_branch"]
+        self.model: list[str | None] = texts["model"]
+        self.agent_id: list[str | None] = texts["agent_id"]
+        self.ts: list[int | None] = _micros(frame["ts"]) if "ts" in frame.columns else nothing
+        self.is_error: list[bool | None] = [
+            None if v is None else bool(v)
+            for v in (_objects(frame["is_error"]) if "is_error" in frame.columns else nothing)
+        ]
+        self.exit_code: list[int | None] = [
+            None if v is None else int(v)
+            for v in (_objects(frame["exit_code"]) if "exit_code" in frame.columns else nothing)
+        ]
+        self.confidence: list[float | None] = [
+            None if v is None else float(v)
+            for v in (_objects(frame["confidence"]) if "confidence" in frame.columns else nothing)
+        ]
+        self.is_sidechain: list[bool] = _flags(frame, "is_sidechain")
+        self.interrupted: list[bool] = _flags(frame, "interrupted")
+
+    def sessions(self) -> list[tuple[int, int]]:
+        """[start, stop) row ranges of each session (ordinals restart at 0 for each one)."""
+        starts = [i for i, ordinal in enumerate(self.ordinal) if ordinal == 0]
+        if self.n and (not starts or starts[0] != 0):
+            raise ValueError("events are not in order_session_events order: the first row has ordinal != 0")
+        return list(zip(starts, [*starts[1:], self.n], strict=True))
+
+
+def _flags(frame: pd.DataFrame, name: str) -> list[bool]:
+    if name not in frame.columns:
+        return [False] * len(frame)
+    return [v is True or v == 1 for v in _objects(frame[name])]
+
+
+# ---------------------------------------------------------------- attempts
+
+
+def _is_instruction(ev: _Events, i: int) -> bool:
+    return (
+        ev.role[i] == "user"
+        and ev.kind[i] == "message"
+        and not ev.is_sidechain[i]
+        and not ev.interrupted[i]
+        and not _is_interruption_text(ev.text[i])
+    )
+
+
+def _is_interruption(ev: _Events, i: int) -> bool:
+    return ev.interrupted[i] or (ev.kind[i] != "tool_result" and _is_interruption_text(ev.text[i]))
+
+
+def _is_activity(ev: _Events, i: int) -> bool:
+    """Anything the agent did, or an interruption: what separates two instructions."""
+    return ev.role[i] in ("assistant", "tool") or _is_interruption(ev, i)
+
+
+def _split(ev: _Events, start: int, stop: int) -> list[list[int]]:
+    """Per attempt, the row indices of its instruction messages; the attempt runs from the first
+    to the row before the next attempt's first (or `stop`)."""
+    attempts: list[list[int]] = []
+    active = False
+    for i in range(start, stop):
+        if _is_instruction(ev, i):
+            if attempts and not active:
+                attempts[-1].append(i)  # more of the same instruction
+            else:
+                attempts.append([i])
+                active = False
+        elif attempts and not active and _is_activity(ev, i):
+            active = True
+    return attempts
+
+
+def _bounds(attempts: list[list[int]], stop: int) -> list[tuple[int, int]]:
+    """[first, last] row indices of each attempt."""
+    firsts = [rows[0] for rows in attempts]
+    return [(first, nxt - 1) for first, nxt in zip(firsts, [*firsts[1:], stop][: len(firsts)], strict=True)]
+
+
+def split_attempts(session_events: pd.DataFrame) -> list[tuple[int, int]]:
+    """(first_ordinal, last_ordinal), inclusive, of each attempt of one ordered session."""
+    if session_events.empty:
+        return []
+    if session_events["session_id"].nunique() != 1:
+        raise ValueError(
+            "split_attempts takes one session's events; "
+            f"got {session_events['session_id'].nunique()} sessions"
+        )
+    ev = _Events(session_events)
+    bounds = _bounds(_split(ev, 0, ev.n), ev.n)
+    return [(ev.ordinal[first], ev.ordinal[last]) for first, last in bounds]
+
+
+# ---------------------------------------------------------------- calls
+
+
+def _call_key(call: CanonicalCall) -> tuple[str, str]:
+    return call.name, canonical_json(call.arguments)
+
+
+def _result_failed(ev: _Events, r: int) -> bool:
+    if ev.is_error[r]:
+        return True
+    code = ev.exit_code[r]
+    if code is not None:
+        return code != 0
+    text = ev.text[r]
+    # Where the source records no outcome (chat logs), the text is all there is.
+    return ev.is_error[r] is None and text is not None and _ERROR_TEXT.match(text[:100]) is not None
+
+
+def _link_results(ev: _Events, lo: int, hi: int) -> dict[int, int]:
+    """Row of each tool_call → row of its tool_result: by id, else the next id-less result of the
+    same agent, first in first out."""
+    by_id: dict[str, int] = {}
+    for i in range(lo, hi + 1):
+        call_id = ev.tool_call_id[i]
+        if ev.kind[i] == "tool_result" and call_id is not None:
+            by_id.setdefault(call_id, i)
+    links: dict[int, int] = {}
+    waiting: dict[tuple[bool, str | None], deque[int]] = {}
+    for i in range(lo, hi + 1):
+        kind, call_id = ev.kind[i], ev.tool_call_id[i]
+        if kind == "tool_call":
+            if call_id is not None:
+                if call_id in by_id and by_id[call_id] > i:
+                    links[i] = by_id[call_id]
+            else:
+                waiting.setdefault((ev.is_sidechain[i], ev.agent_id[i]), deque()).append(i)
+        elif kind == "tool_result" and call_id is None:
+            queue = waiting.get((ev.is_sidechain[i], ev.agent_id[i]))
+            if queue:
+                links[queue.popleft()] = i
+    return links
+
+
+def _annotate(ev: _Events, lo: int, hi: int) -> list[CallInfo]:
+    links = _link_results(ev, lo, hi)
+    calls: list[CallInfo] = []
+    previous: dict[tuple[bool, str | None], CallInfo] = {}
+    inspected: dict[tuple[bool, str | None], set[tuple[str, str]]] = {}
+    seen_main_call = False
+    for i in range(lo, hi + 1):
+        if ev.kind[i] != "tool_call":
+            continue
+        call = canonicalize(ev.source[i], ev.tool_name[i] or "", ev.tool_input[i])
+        klass = action_class(call)
+        r = links.get(i)
+        text = ev.text[r] if r is not None else None
+        guard = r is not None and is_guard_denial(text)
+        failed = r is not None and not guard and _result_failed(ev, r)
+        intent: str | None = None
+        outcome: str | None = None
+        if klass == "verification":
+            command = shell_command(call)
+            intent = command_intent(command)
+            if not guard:  # a refused verification never ran: no outcome
+                exit_code = ev.exit_code[r] if r is not None else None
+                is_error = ev.is_error[r] if r is not None else None
+                outcome = command_outcome(intent, exit_code, is_error, text, command=command)
+        stream = (ev.is_sidechain[i], ev.agent_id[i])
+        before = previous.get(stream)
+        seen = inspected.setdefault(stream, set())
+        key = _call_key(call)
+        after_guard = before is not None and before.guard_denied
+        repeated = after_guard and klass == "inspect" and key in seen
+        recovery = (
+            after_guard
+            and before is not None
+            and key != _call_key(before.call)
+            and not repeated
+            and not guard
+        )
+        first = not ev.is_sidechain[i] and not seen_main_call
+        seen_main_call = seen_main_call or not ev.is_sidechain[i]
+        info = CallInfo(
+            ordinal=ev.ordinal[i],
+            call=call,
+            action_class=klass,
+            decisive=is_decisive(call),
+            tool_call_id=ev.tool_call_id[i],
+            is_sidechain=ev.is_sidechain[i],
+            result_ordinal=ev.ordinal[r] if r is not None else None,
+            result_text=text,
+            is_error=failed or guard,
+            verification_intent=intent,
+            verification_outcome=outcome,
+            guard_denied=guard,
+            first_action=first,
+            after_guard=after_guard,
+            guard_recovery=recovery,
+            repeated_inspection_after_guard=repeated,
+        )
+        calls.append(info)
+        previous[stream] = info
+        if klass == "inspect" and not guard:
+            seen.add(key)
+    return calls
+
+
+def annotate_calls(attempt_events: pd.DataFrame) -> list[CallInfo]:
+    """The attempt's assistant tool calls in order, each with its result, verification outcome and
+    guard context (see `CallInfo`). `attempt_events` are one attempt's rows of
+    `order_session_events` output; guard context does not cross attempts."""
+    if attempt_events.empty:
+        return []
+    ev = _Events(attempt_events)
+    return _annotate(ev, 0, ev.n - 1)
+
+
+# ---------------------------------------------------------------- per-attempt signals
+
+
+def _relative(path: str, cwd: str | None) -> str:
+    if cwd:
+        root = cwd.rstrip("/") + "/"
+        if path.startswith(root):
+            path = path[len(root) :]
+    return path.removeprefix("./")
+
+
+@lru_cache(maxsize=1 << 14)
+def _shell_read_paths(command: str) -> tuple[str, ...]:
+    """Files a read-only shell command shows (`cat a`, `sed -n '1,80p' a`, `nl -ba a | head`)."""
+    head = re.split(r"\|\||&&|[|;]", command, maxsplit=1)[0]
+    try:
+        words = shlex.split(head)
+    except ValueError:
+        return ()
+    return tuple(
+        w
+        for w in words[1:]
+        if not w.startswith("-") and not _SED_SCRIPT.match(w) and ("/" in w or "." in w) and not w.isdigit()
+    )
+
+
+def _inspected_files(info: CallInfo) -> Sequence[str]:
+    args = info.call.arguments
+    if info.call.name == "read_file":
+        path = args.get("file_path")
+        return [path] if isinstance(path, str) and path else []
+    if info.call.name == "run_shell" and info.action_class == "inspect":
+        command = shell_command(info.call)
+        if command_intent(command) == "read":
+            return _shell_read_paths(command)
+    return []
+
+
+def _edited_files(info: CallInfo) -> list[str]:
+    args = info.call.arguments
+    if info.call.name in ("edit_file", "write_file"):
+        path = args.get("file_path")
+        return [path] if isinstance(path, str) and path else []
+    if info.call.name == "apply_patch":
+        patch = args.get("patch_text")
+        if isinstance(patch, str):
+            return [a or b for a, b in _PATCH_FILE.findall(patch) if (a or b) != "/dev/null"]
+    return []
+
+
+def _shape(calls: Sequence[CallInfo]) -> str:
+    steps: list[str] = []
+    for info in calls:
+        if info.guard_denied:
+            continue
+        step = "edit" if info.action_class == "patch" else info.action_class
+        if not steps or steps[-1] != step:
+            steps.append(step)
+    return ">".join(steps)
+
+
+class _Outcome:
+    """Event-level signals of one attempt: errors, interruptions, confidence, sub-agent work."""
+
+    __slots__ = ("confidence", "errors", "interruptions", "sidechain_events", "unresolved")
+
+    def __init__(self, ev: _Events, lo: int, hi: int, guarded_results: set[int], cut_off: bool) -> None:
+        errors = interruptions = sidechain = 0
+        unresolved = False
+        confidences: list[float] = []
+        last_word = -1  # the agent's (or an interruption's) last substantive event: decides a cut-off
+        prev = -1  # the previous event that is not meta or reasoning
+        for i in range(lo, hi + 1):
+            kind = ev.kind[i]
+            if ev.is_sidechain[i]:
+                sidechain += 1
+            conf = ev.confidence[i]
+            if conf is not None:
+                confidences.append(conf)
+            if kind == "tool_result":
+                if ev.interrupted[i]:
+                    interruptions += 1
+                if i in guarded_results:
+                    pass
+                elif _result_failed(ev, i):
+                    errors += 1
+                    unresolved = True
+                else:
+                    unresolved = False
+            elif _is_interruption(ev, i):
+                # The notice after a refused call belongs to the refusal; after an interrupted
+                # tool run, to that interruption.
+                echo = prev >= 0 and (prev in guarded_results or ev.interrupted[prev])
+                if not echo:
+                    interruptions += 1
+            elif kind == "error":
+                notice = (
+                    prev >= 0
+                    and ev.kind[prev] == "tool_result"
+                    and (prev in guarded_results or _result_failed(ev, prev))
+                )
+                if not notice and not is_guard_denial(ev.text[i]):
+                    errors += 1
+                    unresolved = True
+            if kind not in ("meta", "reasoning", "decision"):
+                prev = i
+                if not ev.is_sidechain[i] and (ev.role[i] != "user" or _is_interruption(ev, i)):
+                    last_word = i
+        if cut_off and not interruptions and last_word >= 0:
+            word_kind = ev.kind[last_word]
+            if word_kind in ("tool_call", "tool_result") and last_word not in guarded_results:
+                interruptions += 1
+        self.errors = errors
+        self.interruptions = interruptions
+        self.sidechain_events = sidechain
+        self.unresolved = unresolved
+        self.confidence = sum(confidences) / len(confidences) if confidences else None
+
+
+def _first_value(values: list[Any], lo: int, hi: int, skip: list[bool] | None = None) -> Any:
+    for i in range(lo, hi + 1):
+        if values[i] is not None and (skip is None or not skip[i]):
+            return values[i]
+    return None
+
+
+def _signal(row: dict[str, Any], config: MiningConfig) -> float:
+    calls = row["tool_calls"]
+    clean = 1.0 - min(1.0, row["errors"] / calls) if calls else 0.0
+    verified = 1.0 if row["final_verification"] == "passed" else 0.0
+    denials = row["guard_denials"]
+    guard = (
+        1.0
+        if denials == 0
+        else min(1.0, max(0.0, (row["guard_recoveries"] - row["repeated_inspections_after_guard"]) / denials))
+    )
+    no_corrections = 1.0 if row["corrections"] == 0 else 0.0
+    confidence = row["confidence"] if row["confidence"] is not None else 0.5
+    scores = (clean, verified, guard, no_corrections, min(1.0, max(0.0, confidence)))
+    weights = config.weights
+    return sum(w * s for w, s in zip(weights, scores, strict=True)) / sum(weights)
+
+
+def _tier(row: dict[str, Any], ended_on_guard: bool, config: MiningConfig) -> tuple[str, list[str], float]:
+    signal = _signal(row, config)
+    calls, edits, final = row["tool_calls"], row["edits"], row["final_verification"]
+    rejects = []
+    if calls == 0:
+        rejects.append("no_tool_calls")
+    elif calls < config.min_tool_calls:
+        rejects.append("too_short")
+    if row["interruptions"]:
+        rejects.append("interrupted")
+    if final == "failed":
+        rejects.append("final_verification_failed")
+    if row["unresolved_error_at_end"]:
+        rejects.append("unresolved_error_at_end")
+    if calls and row["guard_denials"] == calls:
+        rejects.append("all_calls_refused")
+    if rejects:
+        tier, reasons = "reject", rejects
+    elif edits and row["verified_after_last_edit"]:
+        tier, reasons = "gold", ["edit_then_passing_verification"]
+        if ended_on_guard:
+            tier = "silver"
+            reasons.append("ended_on_guard_denial")
+        elif TIER_FLOORS["gold"] + TIER_WIDTH * signal < config.gold_min_quality:
+            tier = "silver"
+            reasons.append("below_gold_quality")
+    elif edits:
+        tier = "silver"
+        reasons = ["edit_verification_unknown" if final is not None else "edit_without_verification"]
+    elif final == "passed":
+        tier, reasons = "silver", ["inspect_only_verified"]
+    else:
+        tier, reasons = "bronze", ["no_outcome_signal"]
+    if ended_on_guard and "ended_on_guard_denial" not in reasons:
+        reasons.append("ended_on_guard_denial")
+    quality = round(TIER_FLOORS[tier] + TIER_WIDTH * signal, 6)
+    return tier, reasons, quality
+
+
+def _mine_attempt(
+    ev: _Events,
+    instruction_rows: list[int],
+    lo: int,
+    hi: int,
+    cut_off: bool,
+) -> dict[str, Any]:
+    """One attempt's row, less the columns that need its neighbours (corrections, intent, tier)."""
+    calls = _annotate(ev, lo, hi)
+    guarded_results = {
+        r
+        for info in calls
+        if info.guard_denied and (r := _row_of(ev, lo, hi, info.result_ordinal)) is not None
+    }
+    outcome = _Outcome(ev, lo, hi, guarded_results, cut_off)
+
+    tools_used: dict[str, None] = {}
+    inspected: dict[str, None] = {}
+    edited: dict[str, None] = {}
+    v_intents: list[str] = []
+    v_outcomes: list[str] = []
+    edits = 0
+    final: str | None = None
+    denials = recoveries = repeated = 0
+    for info in calls:
+        tools_used.setdefault(info.call.name, None)
+        at = _row_of(ev, lo, hi, info.ordinal)
+        cwd = ev.cwd[at] if at is not None else None
+        denials += info.guard_denied
+        recoveries += info.guard_recovery
+        repeated += info.repeated_inspection_after_guard
+        if info.guard_denied:
+            continue
+        if info.action_class == "inspect" and not info.is_error:  # a failed read saw nothing
+            for path in _inspected_files(info):
+                inspected.setdefault(_relative(path, cwd), None)
+        elif info.action_class in ("edit", "patch") and not info.is_error:
+            edits += 1
+            final = None  # only verifications after the last edit decide
+            for path in _edited_files(info):
+                edited.setdefault(_relative(path, cwd), None)
+        elif info.verification_outcome is not None:
+            v_intents.append(info.verification_intent or "unknown")
+            v_outcomes.append(info.verification_outcome)
+            final = info.verification_outcome
+    ended_on_guard = bool(calls) and next(
+        (info.guard_denied for info in reversed(calls) if not info.is_sidechain), False
+    )
+
+    first = instruction_rows[0]
+    texts = [ev.text[i] for i in instruction_rows if ev.text[i]]
+    started = ev.ts[first] if ev.ts[first] is not None else _first_value(ev.ts, lo, hi)
+    stamps = [t for t in ev.ts[lo : hi + 1] if t is not None]
+    ended = max(stamps) if stamps else None
+    row: dict[str, Any] = {
+        "attempt_id": attempt_id(ev.session_id[first], ev.source_path[first], ev.seq[first]),
+        "session_id": ev.session_id[first],
+        "source": ev.source[first],
+        "repo": _first_value(ev.repo, lo, hi),
+        "git_branch": _first_value(ev.git_branch, lo, hi),
+        "model": _first_value(ev.model, lo, hi, ev.is_sidechain) or _first_value(ev.model, lo, hi),
+        "first_ordinal": ev.ordinal[lo],
+        "last_ordinal": ev.ordinal[hi],
+        "instruction": "\n\n".join(t for t in texts if t is not None),
+        "started_at": started,
+        "ended_at": ended,
+        "duration_s": (ended - started) / 1e6 if started is not None and ended is not None else None,
+        "tool_calls": len(calls),
+        "tools_used": list(tools_used),
+        "tool_sequence": [info.call.name for info in calls],
+        "files_inspected": list(inspected),
+        "files_edited": list(edited),
+        "edits": edits,
+        "verification_intents": v_intents,
+        "verification_outcomes": v_outcomes,
+        "final_verification": final,
+        "verified_after_last_edit": bool(edits) and final == "passed",
+        "errors": outcome.errors,
+        "unresolved_error_at_end": outcome.unresolved,
+        "guard_denials": denials,
+        "guard_recoveries": recoveries,
+        "repeated_inspections_after_guard": repeated,
+        "interruptions": outcome.interruptions,
+        "confidence": outcome.confidence,
+        "sidechain_events": outcome.sidechain_events,
+        "shape": _shape(calls),
+        "_ended_on_guard": ended_on_guard,
+    }
+    return row
+
+
+def _row_of(ev: _Events, lo: int, hi: int, ordinal: int | None) -> int | None:
+    """Row index of an ordinal within [lo, hi]; ordinals are consecutive inside a session."""
+    if ordinal is None:
+        return None
+    row = lo + (ordinal - ev.ordinal[lo])
+    return row if lo <= row <= hi and ev.ordinal[row] == ordinal else None
+
+
+def _mine_session(ev: _Events, start: int, stop: int, config: MiningConfig) -> list[dict[str, Any]]:
+    attempts = _split(ev, start, stop)
+    bounds = _bounds(attempts, stop)
+    correction = re.compile(config.correction_pattern, re.IGNORECASE)
+    rows: list[dict[str, Any]] = []
+    for index, (rows_of_instruction, (lo, hi)) in enumerate(zip(attempts, bounds, strict=True)):
+        cut_off = index + 1 < len(attempts) and ev.source[lo] in config.implicit_interruption_sources
+        row = _mine_attempt(ev, rows_of_instruction, lo, hi, cut_off)
+        row["attempt_index"] = index
+        row["corrections"] = 0
+        rows.append(row)
+    for index, row in enumerate(rows):
+        intent = classify_intent(row["instruction"])
+        corrects_previous = index > 0 and correction.search(row["instruction"]) is not None
+        if corrects_previous:  # a correction continues the task it corrects
+            rows[index - 1]["corrections"] += 1
+            intent = rows[index - 1]["intent"]
+        row["intent"] = intent
+    for row in rows:
+        row["family_id"] = family_id(row["repo"], row["intent"], row["shape"])
+        tier, reasons, quality = _tier(row, row.pop("_ended_on_guard"), config)
+        row["tier"], row["tier_reasons"], row["quality"] = tier, reasons, quality
+    return rows
+
+
+def mine_trajectories(events: pd.DataFrame, config: MiningConfig = MiningConfig()) -> pd.DataFrame:
+    """One row per task attempt of the sessions in `events` (raw_sessions rows, any order), with the
+    columns of TRAJECTORY_SCHEMA, sorted by (session_id, attempt_index)."""
+    if events.empty:
+        return TRAJECTORY_SCHEMA.empty_table().to_pandas()
+    missing = [name for name in (*_REQUIRED, "ts", "session_start") if name not in events.columns]
+    if missing:
+        raise ValueError(f"events need the raw_sessions columns {missing}; got {list(events.columns)}")
+    ev = _Events(order_session_events(events))
+    rows: list[dict[str, Any]] = []
+    for start, stop in ev.sessions():
+        rows.extend(_mine_session(ev, start, stop, config))
+    columns = {name: [row[name] for row in rows] for name in TRAJECTORY_SCHEMA.names}
+    return pa.table(columns, schema=TRAJECTORY_SCHEMA).to_pandas()
