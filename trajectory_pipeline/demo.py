@@ -71,7 +71,11 @@ def run_demo(corpus_dir: str, data_dir: str) -> int:
             },
         )
     elapsed = time.perf_counter() - started
-    materialized = (event.asset_key.to_user_string() for event in result.get_asset_materialization_events())
+    materialized = (
+        event.asset_key.to_user_string()
+        for event in result.get_asset_materialization_events()
+        if event.asset_key is not None
+    )
     assets = " → ".join(dict.fromkeys(materialized))  # in the order the run produced them
     print(f"\nMaterialized {assets} for {first} .. {last} in one run ({elapsed:.1f}s), run {result.run_id}")
     keys = [day.isoformat() for day in days]
