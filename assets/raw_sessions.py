@@ -19,6 +19,7 @@ import dagster as dg
 import pyarrow.parquet as pq
 from pydantic import Field
 
+from assets.metadata import counter_md, frame_md
 from assets.partitions import daily_partitions
 from resources.session_sources import SessionSources
 from trajectory_pipeline.ingest import (
@@ -134,44 +135,26 @@ def describe_day(stats: IngestStats) -> str:
     )
 
 
-def _counter_md(counter: Counter[Any], headers: tuple[str, ...]) -> dg.MetadataValue:
-    if not counter:
-        return dg.MetadataValue.md("_none_")
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    for key, count in sorted(counter.items()):
-        cells = key if isinstance(key, tuple) else (key,)
-        lines.append("| " + " | ".join(str(cell) for cell in cells) + f" | {count} |")
-    return dg.MetadataValue.md("\n".join(lines))
-
-
 def _preview(spooled: SpooledParquet, columns: tuple[str, ...]) -> dg.MetadataValue:
-    """The first rows of the day, read back from the written file, long texts shortened."""
+    """The first rows of the day, read back from the written file."""
     if not spooled.row_count:
         return dg.MetadataValue.md("_no rows_")
     batch = next(pq.ParquetFile(spooled.path).iter_batches(batch_size=PREVIEW_ROWS, columns=list(columns)))
-    rows = [{name: _cell(value) for name, value in row.items()} for row in batch.to_pylist()]
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(row[name] for name in columns) + " |" for row in rows]
-    return dg.MetadataValue.md("\n".join(lines))
-
-
-def _cell(value: object) -> str:
-    text = "" if value is None else str(value)
-    return text[:80].replace("\n", " ").replace("|", "/")
+    return frame_md(batch.to_pandas())
 
 
 def events_metadata(stats: IngestStats, spooled: SpooledParquet) -> dict[str, Any]:
     sessions_by_source = Counter({source: len(ids) for source, ids in stats.sessions_by_source.items()})
     return {
         "sessions": stats.sessions,
-        "sessions_by_source": _counter_md(sessions_by_source, ("source", "sessions")),
-        "rows_by_source_and_kind": _counter_md(stats.rows_by_source_kind, ("source", "kind", "rows")),
+        "sessions_by_source": counter_md(sessions_by_source, ("source", "sessions")),
+        "rows_by_source_and_kind": counter_md(stats.rows_by_source_kind, ("source", "kind", "rows")),
         "files_read": stats.files_read,
         "files_skipped": stats.files_skipped.total(),
-        "files_skipped_by_reason": _counter_md(stats.files_skipped, ("reason", "files")),
+        "files_skipped_by_reason": counter_md(stats.files_skipped, ("reason", "files")),
         "quarantined_lines": stats.quarantined.total(),
         "redactions": stats.redactions.total(),
-        "redactions_by_kind": _counter_md(stats.redactions, ("kind", "count")),
+        "redactions_by_kind": counter_md(stats.redactions, ("kind", "count")),
         "truncated_texts": stats.truncated_texts,
         "misassigned_files": dg.MetadataValue.json(stats.misassigned_files),
         "preview": _preview(spooled, PREVIEW_COLUMNS),
@@ -181,6 +164,6 @@ def events_metadata(stats: IngestStats, spooled: SpooledParquet) -> dict[str, An
 def quarantine_metadata(stats: IngestStats, spooled: SpooledParquet) -> dict[str, Any]:
     return {
         "quarantined_lines": stats.quarantined.total(),
-        "quarantined_by_reason": _counter_md(stats.quarantined, ("reason", "lines")),
+        "quarantined_by_reason": counter_md(stats.quarantined, ("reason", "lines")),
         "preview": _preview(spooled, ("source", "source_path", "line_no", "reason", "excerpt")),
     }

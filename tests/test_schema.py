@@ -43,10 +43,14 @@ def test_canonical_json_is_order_independent() -> None:
     assert canonical_json({"path": "ü"}) == '{"path":"ü"}'
 
 
-def test_cap_text_flags_what_it_cuts() -> None:
+def test_cap_text_keeps_head_and_tail_and_flags_the_cut() -> None:
     assert cap_text("abc", cap=5) == ("abc", False)
-    assert cap_text("abcdef", cap=5) == ("abcde", True)
     assert cap_text(None) == (None, False)
+    log = "collecting ...\n" + "x" * 50_000 + "\n=== 3 failed, 12 passed in 1.2s ==="
+    capped, cut = cap_text(log, cap=1_000)
+    assert cut and len(capped) == 1_000
+    assert capped.startswith("collecting ...") and capped.endswith("3 failed, 12 passed in 1.2s ===")
+    assert "characters omitted" in capped
 
 
 def test_schema_matches_the_record() -> None:

@@ -184,10 +184,17 @@ def utc_day(micros: int) -> str:
 
 
 def cap_text(text: str | None, cap: int = TEXT_CAP_CHARS) -> tuple[str | None, bool]:
-    """Cap a text at `cap` characters; the flag says whether anything was cut."""
+    """Cap a text at `cap` characters, keeping its head and its tail; the flag says whether anything was cut.
+
+    The tail is kept because that is where tools print their verdicts (a test run's summary,
+    the last error of a build).
+    """
     if text is None or len(text) <= cap:
         return text, False
-    return text[:cap], True
+    marker = f"\n[... {len(text) - cap} characters omitted ...]\n"
+    keep = max(cap - len(marker), 0)
+    head = keep * 3 // 4
+    return text[:head] + marker + text[len(text) - (keep - head) :], True
 
 
 def event(**fields: Any) -> Event:
