@@ -51,7 +51,34 @@ def pipeline(corpus: Path, days: int) -> dict[str, float]:
         day = END - dt.timedelta(days=offset)
         stats = ingest_day(roots, day, out / f"e-{day}.parquet", out / f"q-{day}.parquet", files=files)
         rows += stats.rows
-    return {"seconds": time.perf_counter() - started, "rows": rows}
+    ingested = time.perf_counter() - started
+    return {"seconds": ingested, "rows": rows, **mine_and_cut(out, days)}
+
+
+def mine_and_cut(out: Path, days: int) -> dict[str, float]:
+    """mined_trajectories then decision_points over each ingested day, timed apart."""
+    import pandas as pd
+
+    from trajectory_pipeline.decisions import extract_decision_points
+    from trajectory_pipeline.mining import mine_trajectories
+
+    mining = cutting = 0.0
+    attempts = decisions = 0
+    for offset in range(days):
+        events = pd.read_parquet(out / f"e-{END - dt.timedelta(days=offset)}.parquet")
+        started = time.perf_counter()
+        mined = mine_trajectories(events)
+        mining += time.perf_counter() - started
+        started = time.perf_counter()
+        decisions += len(extract_decision_points(events, mined))
+        cutting += time.perf_counter() - started
+        attempts += len(mined)
+    return {
+        "mining_seconds": mining,
+        "decision_seconds": cutting,
+        "attempts": attempts,
+        "decisions": decisions,
+    }
 
 
 def measure(kind: str, corpus: Path, days: int) -> dict[str, float]:
@@ -87,6 +114,8 @@ def main() -> int:
     med = {kind: statistics.median(r["seconds"] for r in results) for kind, results in runs.items()}
     rows = runs["pipeline"][0]["rows"]
     peak = max(r["peak_rss_mib"] for r in runs["pipeline"])
+    mining = statistics.median(r["mining_seconds"] for r in runs["pipeline"])
+    cutting = statistics.median(r["decision_seconds"] for r in runs["pipeline"])
     report = [
         f"## Ingest ({dt.date.today()}, {platform.machine()}, {platform.python_version()}, one process)",
         "",
@@ -102,6 +131,11 @@ def main() -> int:
         f"{max(r['peak_rss_mib'] for r in runs['floor']):.0f} |",
         f"| ingest_day, all days | {med['pipeline']:.2f} | {size_mb / med['pipeline']:.1f} | "
         f"{rows / med['pipeline']:.0f} | {peak:.0f} |",
+        f"| mine_trajectories, all days | {mining:.2f} | | {rows / mining:.0f} events/s | |",
+        f"| extract_decision_points, all days | {cutting:.2f} | | {rows / cutting:.0f} events/s | |",
+        "",
+        f"{runs['pipeline'][0]['attempts']:.0f} attempts, {runs['pipeline'][0]['decisions']:.0f} decision "
+        "points (timed in the pipeline process after ingestion; its peak RSS covers all three).",
         "",
         f"Pipeline / floor throughput: {med['floor'] / med['pipeline']:.3f}",
     ]
