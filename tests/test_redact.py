@@ -34,6 +34,7 @@ def fake(n: int, alphabet: str = "aB3xY7kQ9") -> str:
     return (alphabet * (n // len(alphabet) + 1))[:n]
 
 
+AZURE_KEY = fake(86, "Zx81kq7tAbC+dEf/") + "=="
 PEM_BODY = "MIIEow" + fake(64, "AbCdEf0123+/") + "\n" + fake(40, "QwErTy987/") + "=="
 # (kind, text, the part that must disappear)
 PLANTED: list[tuple[str, str, str]] = [
@@ -104,6 +105,36 @@ PLANTED: list[tuple[str, str, str]] = [
     ("home_user", "dir C:\\Users\\" + "bob" + "\\AppData", "\\bob\\"),
     ("home_user", "ls ~/.claude/projects/-home-" + "marco" + "-src-spotter/", "-marco-"),
     ("home_user", "total 8\n-rw-r--r--  1 " + "nina nina" + "  220 Jan  5 10:02 .bashrc", "nina"),
+    # Names that can only hold a secret: *_PASS, *_PASSWD, *_PWD, Azure keys, curl -u.
+    ("password", "export SMTP_PASS=" + "Zx81" + "kq7t", "Zx81kq7t"),
+    ("password", "DB_PASS=" + "Zx81" + "kq7t ./migrate", "Zx81kq7t"),
+    ("password", "MAIL_PASSWD=" + "Zx81" + "kq7t", "Zx81kq7t"),
+    ("password", "export MYSQL_PWD=" + "Zx81" + "kq7t", "Zx81kq7t"),
+    ("password", 'env = {"SMTP_PASS": "' + "Zx81" + 'kq7t"}', "Zx81kq7t"),
+    ("password", "const smtpPass = '" + "Zx81" + "kq7t';", "Zx81kq7t"),
+    (
+        "secret",
+        "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + AZURE_KEY + ";EndpointSuffix=x.net",
+        AZURE_KEY[:20],
+    ),
+    (
+        "secret",
+        "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey=" + AZURE_KEY,
+        AZURE_KEY[:20],
+    ),
+    ("password", "curl -u admin:" + "S3cr3t" + "Pass99 https://api.example.com/v1", "S3cr3tPass99"),
+    ("password", "curl --user admin:" + "pw4X" + "q9 -X POST https://api.example.com", "pw4Xq9"),
+    ("password", 'curl -s -u "deploy:' + "Hx7kq" + '2Lp" https://api.example.com', "Hx7kq2Lp"),
+    # A bearer token of letters only.
+    ("bearer_token", "Authorization: Bearer " + "ABCDEFGHIJKL" + "MNOPQRSTUVWX", "ABCDEFGHIJKLMNOPQRSTUVWX"),
+    ("bearer_token", "send it with bearer " + "qwertyuiop" + "asdfghjkl please", "qwertyuiopasdfghjkl"),
+    # A quoted passphrase under a key that can only hold a secret.
+    ("password", '{"password":"' + "correct horse " + 'battery staple"}', "horse"),
+    ("password", 'db_password: "' + "it's a secret " + 'between us"', "between"),
+    ("secret", "client_secret = '" + "purple monkey " + "dishwasher'", "monkey"),
+    ("secret", 'API_KEY="' + "open sesame " + 'please"', "sesame"),
+    # An unquoted value runs to the end of its shell word: the "&3" goes too.
+    ("password", "password=" + "Tr0ub4dor" + "&3 psql -h db", "&3"),
 ]
 
 
@@ -171,6 +202,22 @@ NEAR_MISSES = [
     "files in /Users/Shared/ and /home/<user>/repo",
     "-----BEGIN PUBLIC KEY-----",
     "a -home-grown tool",
+    # Bare pass, the working directory, words ending in "pass"; docker's -u uid:gid.
+    "pass=" + "Zx81kq7t",
+    "openssl enc --pass " + "Zx81kq7t",
+    "PWD=/srv/app/project OLDPWD=/tmp",
+    "bypass=abc123 COMPASS=abc123",
+    "SMTP_PASS=$SMTP_PASS",
+    "docker run -u 1000:1000 img && docker exec -u www-data:www-data app sh",
+    "git push -u origin HEAD:main",
+    "pip install --user git+https://github.com/org/repo",
+    'curl -u "$USER:$PASS" https://api.example.com',
+    "Bearer YOUR_GITHUB_TOKEN_HERE",
+    # Identifiers stay identifiers when unquoted; labels are not passphrases.
+    "password=self.password",
+    "password: correct horse",
+    '"password": "Enter your password"',
+    "api_key: 'your API key here'",
 ]
 
 
@@ -210,6 +257,111 @@ def test_shell_command_in_json_keeps_its_shape() -> None:
 def test_quotes_that_end_a_json_string_are_not_taken_for_a_value(document: dict[str, Any]) -> None:
     text = canonical_json(document)
     assert Redactor().redact(text) == (text, {})
+
+
+# Text cut mid-value (a quarantine excerpt is a cut line): (kind, text, what must go).
+CUT_AT_THE_END: list[tuple[str, str, str]] = [
+    (
+        "password",
+        '{"type":"tool_call","args":{"env":{"DB_PASSWORD":"' + "p4ssw0rd-" + "Very-L0ng",
+        "p4ssw0rd",
+    ),
+    ("password", 'export DB_PASSWORD="' + "p4ssw0rd" + "-Very", "p4ssw0rd"),
+    ("password", '{"cmd":"mysql --password \\"' + "p4ssw0rd" + "-Ve", "p4ssw0rd"),
+    ("password", 'cfg = {"password": "' + "correct horse " + "batt", "horse"),
+    ("github_token", "git push https://" + "gh" + "p_abc123", "p_abc123"),
+    ("github_token", "GH_TOKEN=" + "github" + "_pat_11ABCD", "_pat_11ABCD"),
+    ("jwt", "Cookie: session=" + "eyJ" + "hbGciOiJIUzI1NiIsInR5cCI6IkpXV", "hbGciOiJIUzI1NiIs"),
+    ("jwt", "t=" + "eyJ" + "hbGciOiJIUzI1NiJ9." + "eyJ" + "zdWIiOiIx", "hbGciOiJIUzI1NiJ9"),
+    ("anthropic_key", "ANTHROPIC_API_KEY=" + "sk-" + "ant-api03-abc", "ant-api03-abc"),
+    ("openai_key", "key: " + "sk-" + "proj-x", "proj-x"),
+    ("openai_key", "key " + "sk-" + "aB3x" + "Y7kQ9", "aB3xY7kQ9"),
+    ("aws_access_key", "aws configure set aws_access_key_id " + "AKIA" + "Q7Q7", "AKIAQ7Q7"),
+    ("aws_access_key", "id=" + "ASIA" + "Z7Q2Z7", "ASIAZ7Q2Z7"),
+    ("gitlab_token", "PRIVATE-TOKEN: " + "gl" + "pat-aB3xY7", "pat-aB3xY7"),
+    ("slack_token", "SLACK=" + "xo" + "xb-123456", "xb-123456"),
+    ("google_api_key", "maps.js?key=" + "AI" + "zaSyD3kq", "zaSyD3kq"),
+    ("huggingface_token", "HF=" + "h" + "f_aB3xY7kQ9", "f_aB3xY7kQ9"),
+    ("npm_token", "//registry.npmjs.org/:_authToken=" + "np" + "m_aB3x9", "m_aB3x9"),
+    ("stripe_key", "STRIPE=" + "sk" + "_live_aB3x9", "_live_aB3x9"),
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "secret"), CUT_AT_THE_END, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(CUT_AT_THE_END)]
+)
+def test_a_value_or_token_cut_by_the_end_of_the_text_is_redacted(kind: str, text: str, secret: str) -> None:
+    out, counts = Redactor().redact(text)
+    assert secret not in out
+    assert out.endswith(placeholder(kind))
+    assert counts.get(kind, 0) == 1
+    assert Redactor().redact(out) == (out, {})
+
+
+def test_the_end_of_the_text_closes_a_json_value_in_place() -> None:
+    text = '{"type":"tool_call","args":{"env":{"DB_PASSWORD":"' + "p4ssw0rd-" + "Very-L0ng"
+    out, counts = Redactor().redact(text)
+    assert out == '{"type":"tool_call","args":{"env":{"DB_PASSWORD":"[REDACTED:password]'
+    assert counts == {"password": 1}
+    # A lone backslash left by the cut (half of an escape) stays outside the placeholder.
+    assert Redactor().redact('"password": "' + "p4ss" + "w0rd\\")[0] == '"password": "[REDACTED:password]\\'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [text for kind, text, _ in CUT_AT_THE_END if kind not in ("password",)],
+)
+def test_a_short_token_inside_the_text_is_left_alone(text: str) -> None:
+    # Only the very end of a text can cut a token short; elsewhere a short one is not one.
+    token = text.rsplit(" ", 1)[-1].rsplit("=", 1)[-1]
+    inside = token + " is what the docs call it"
+    assert Redactor().redact(inside) == (inside, {})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "pip install sk-learn",
+        "token = hf_token",
+        "echo $npm_package",
+        "df = pk_test_data",
+        "SOUTHEAST ASIAN",
+        "ASIAPACIFIC",
+        "Anthropic keys start with sk-ant-",
+        "xoxo-love",
+        "the prefix is ghp_",
+        "AKIA" + "IOSFODNN7EXAMPLE",
+        "password: 'x",
+        "def connect(token: str = '",
+    ],
+)
+def test_identifiers_that_end_a_text_are_not_cut_tokens(text: str) -> None:
+    assert Redactor().redact(text) == (text, {})
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("password=" + "Tr0ub4dor" + "&3", "password=[REDACTED:password]"),
+        ("password=" + "hunter2" + "&&ls", "password=[REDACTED:password]&&ls"),
+        ("password=" + "hunter2" + " && ls", "password=[REDACTED:password] && ls"),
+        ("password=" + "hunter2" + "& sleep 1", "password=[REDACTED:password]& sleep 1"),
+        ("password=" + "hunter2" + ";ls", "password=[REDACTED:password];ls"),
+        ("password=" + "hunter2" + "|cat", "password=[REDACTED:password]|cat"),
+        ("f(password=" + "hunter2" + ", user=x)", "f(password=[REDACTED:password], user=x)"),
+        ("password=" + "p@ss!w0rd#1" + "$", "password=[REDACTED:password]"),
+        (
+            "GET /login?user=bob&password=" + "hunter2" + "&next=/home",
+            "GET /login?user=bob&password=[REDACTED:password]&next=/home",
+        ),
+        ("password=" + "hunter2" + "&amp;user=x", "password=[REDACTED:password]&amp;user=x"),
+        ("curl -u admin:" + "S3cr3t" + "&x=1 u", "curl -u admin:[REDACTED:password]&x=1 u"),
+    ],
+)
+def test_an_unquoted_value_ends_with_its_shell_word(text: str, expected: str) -> None:
+    out, _ = Redactor().redact(text)
+    assert out == expected
+    assert Redactor().redact(out) == (out, {})
 
 
 def test_json_escapes_are_not_split() -> None:

@@ -26,38 +26,64 @@ prefilter regex, say) costs a few nanoseconds per byte however rare its characte
 are, and `in` checks for a keyword list measured no faster. So the patterns are grouped
 into fifteen passes that each start on one literal anchor: a vendor prefix (`sk-`,
 `gl`, `xox`), the "_" after one (`ghp_`, `npm_`), "A" of AKIA/AIza, `eyJ` of a JWT,
-`earer` of Bearer, the "=" or ":" after a secret-named key, "@" of an e-mail, "/" of a
-home path, the newline before an `ls -l` line. Fixed-width lookbehinds reject most
-anchors inside `re`; the judgement (word boundaries, placeholders, identifiers versus
+`earer` of Bearer, the "=" or ":" after a secret-named key, "-" of a flag, "@" of an
+e-mail, "/" of a home path, the newline before an `ls -l` line. Fixed-width lookbehinds
+reject most anchors inside `re` (the "=" and ":" passes test the two characters before
+the anchor at once, since one letter such as the "s" of `pass` ends too many words), and
+every alternative after an anchor starts with a literal where it can, which `re` rejects
+at a glance; the judgement (word boundaries, placeholders, identifiers versus
 literals) runs in Python only on the rare matches. A text with no candidate costs one
 fast C-level scan per pass: about 2 µs for a short text, roughly 100 MB/s on
 event-sized texts (bench/bench_redact.py).
 
 Why it is safe inside JSON strings. No placeholder holds a quote, a backslash or a
 brace; a replaced span never holds an unescaped quote, never starts on the second
-character of a backslash escape and never ends inside one, so redacting a canonical
-JSON string leaves valid JSON, e.g. `{"cmd": "export OPENAI_API_KEY=sk-... && run"}`.
-Keys and quoted values are recognized up to two levels of JSON nesting (`\\"password\\"`).
+character of a backslash escape and never ends inside one, so redacting a canonical JSON
+string leaves valid JSON, e.g. `{"cmd": "export OPENAI_API_KEY=sk-... && run"}`. Keys
+and quoted values are recognized up to two levels of JSON nesting (`\\"password\\"`).
 Redaction is deterministic and idempotent: placeholders never match again, and when a
 finding was glued to another candidate the text is scanned once more, so the second
-candidate is judged as it will stand after the first is replaced.
+candidate is judged as it will stand after the first is replaced. Text cut mid-value (a
+quarantine excerpt is a cut line) is redacted as if the end of the text closed the
+value: `{"env":{"DB_PASSWORD":"p4ss` loses `p4ss`, and a trailing vendor-prefixed token
+shorter than its format (`ghp_abc123`, `AKIAQ7Q7`, `sk-ant-api03-abc`, a JWT header
+alone) is masked when it ends the text and what follows its prefix looks random (four
+characters or more with a digit or an inner capital; after AKIA any four; after
+`sk-ant-`, `sk-proj-`, ... any one), so identifiers that end a text (`hf_token`,
+`npm_package`, `sk-learn`) stay. A short token inside the text is left alone.
 
 Decisions on ambiguous cases. The value of a secret-named key (`password=`, `api_key:`,
-`--token x`) is kept when it is empty, templated (`$X`, `${X}`, `%X%`, `{{ x }}`,
-`<your-password>`), a mask (`***`), a number, a path or URL, a call or subscript
-(`get_token()`, `os.environ["X"]`), or made only of letters, spaces and `_ . -`: code
-identifiers (`anthropic_api_key`, `self.password`, `None`) and word placeholders
-(`changeme`, `your-api-key`) are worth more as training data than the rare all-letter
-password they would let through. Anything else is redacted, however weak
-(`password=hunter2`). Bare `key=` and `pass=` are too common in code to judge, so they
-are left alone. A password in a connection string (after `user:`, before `@host`) is
-always a literal, so only a templated one is kept. AWS's documentation keys (ending in
-`EXAMPLE`) are kept, as gitleaks does. `git@...` and `noreply@...` addresses are not
-personal and are kept. Login names are replaced in /home/NAME, /Users/NAME,
-C:\\Users\\NAME, Claude Code's encoded project folders (-home-NAME-repo; a name holding
-"_" or "." is encoded as "-", so only its first part can be told apart) and the owner
-and same-named group columns of `ls -l` listings; system accounts (root, nobody,
-_spotlight, ...) are kept.
+`--token x`, `SMTP_PASS=`, `AccountKey=`) is kept when it is empty, templated (`$X`,
+`${X}`, `%X%`, `{{ x }}`, `<your-password>`), a mask (`***`), a number, a path or URL, a
+call or subscript (`get_token()`, `os.environ["X"]`), or made only of letters, spaces
+and `_ . -`: code identifiers (`anthropic_api_key`, `self.password`, `None`) and word
+placeholders (`changeme`, `your-api-key`) are worth more as training data than the rare
+all-letter password they would let through. One exception: a quoted value of two words
+or more (`"password": "correct horse battery staple"`) is a passphrase, since code never
+quotes an identifier with spaces in it, unless a word names what it labels
+(`"Enter your password"`, `"your API key here"`); an unquoted one
+(`password=self.password`, `api_key: anthropic_api_key`) stays an identifier. The price:
+a multi-word string under such a key that is not a secret (`"token": "New York"`, a
+translated label) is redacted. Anything else is redacted, however weak
+(`password=hunter2`). An unquoted value ends with its shell word: at whitespace, a
+quote, a backslash or `, ; ( ) { } [ ] < > |`; a "&" inside stays in it
+(`password=Tr0ub4dor&3`) unless it ends a command (`&&`, `& `, last character:
+`password=x&&ls`) or starts a query parameter or an entity (`?password=x&next=/`,
+`&amp;`). Bare `key=` and `pass=` (and `--pass`) are too common in code to judge, so
+they are left alone; "pass" counts as the last part of a longer name (`SMTP_PASS`,
+`db-pass`, `mail.pass`, `smtpPass`, not `bypass` or `COMPASS`), and `PWD=/path` is the
+working directory. A password in a connection string (after `user:`, before `@host`) is
+always a literal, so only a templated one is kept; after curl's `-u user:` or
+`--user user:` it is judged like a key's value, since docker's `-u` takes `uid:gid` or
+`user:group` (`1000:1000`, `app:app`). A Bearer or Basic credential of 16 letters or
+more with no separator is a token; shorter words (`Bearer authentication`) and
+placeholders with separators (`Bearer YOUR_GITHUB_TOKEN`) are kept. AWS's documentation
+keys (ending in `EXAMPLE`) are kept, as gitleaks does. `git@...` and `noreply@...`
+addresses are not personal and are kept. Login names are replaced in /home/NAME,
+/Users/NAME, C:\\Users\\NAME, Claude Code's encoded project folders (-home-NAME-repo; a
+name holding "_" or "." is encoded as "-", so only its first part can be told apart) and
+the owner and same-named group columns of `ls -l` listings; system accounts (root,
+nobody, _spotlight, ...) are kept.
 """
 
 from __future__ import annotations
@@ -140,16 +166,28 @@ def _one(start: int, end: int, kind: str) -> tuple[Span, ...]:
 # --- Values of secret-named keys, shared by the "=", ":" and "--flag" passes -------
 # A double quote may carry 0, 1 or 3 backslashes: plain text, a JSON string, a JSON
 # string inside a JSON string. `_value_span` checks that the closing quote is real.
-_QUOTED = r"(?P<q>(?:\\{3}|\\)?\"|['`])(?P<qv>(?:[^\"'`\\\r\n]|\\[^\r\n]){1,512}?)(?P=q)"
-_UNQUOTED = r"(?P<uv>[^\s\"'`\\,;(){}\[\]<>|&]{1,512})"
+# The value ends at the first quote like the opening one (it may hold the other kinds:
+# `"it's"`, never an unescaped double quote), or at the end of the text: a quarantine
+# excerpt is a cut line, so `"DB_PASSWORD":"p4ss` may stop mid-value (a trailing lone
+# backslash stays outside the value).
+_QUOTED = r"(?P<q>(?:\\{3}|\\)?\"|['`])(?P<qv>(?:(?!(?P=q))[^\"\\\r\n]|\\[^\r\n]){1,512}?)(?:(?P=q)|\\*\Z)"
+# An unquoted value is a shell word: it stops at whitespace, a quote, a backslash and
+# , ; ( ) { } [ ] < > |. A "&" belongs to it (`Tr0ub4dor&3`) unless it separates
+# commands: `&&`, `&` before a space, a stop or the end (`password=x&&ls`); `_value_span`
+# also cuts it before a query parameter or an entity (`?password=x&next=/`, `x&amp;`).
+_STOP = r"\s\"'`\\,;(){}\[\]<>|"
+_WORD_CHAR = rf"(?:[^{_STOP}&]|&(?=[^{_STOP}&]))"
+_UNQUOTED = rf"(?P<uv>{_WORD_CHAR}{{1,512}})"
 # A lookahead, so that a value judged a reference is not consumed: "a=$X_b=..." still
 # shows the pass the "b=" inside it.
 _VALUE = rf"(?=(?:{_QUOTED}|{_UNQUOTED}))"
 # gitleaks' generic-api-key keywords, narrowed to the ones whose value is the secret;
-# "key" counts only after api/secret/access/private/... (see _SECRET_KEY_NAMES).
-_KEYWORDS = ("password", "passwd", "pwd", "secret", "token", "key")
+# "key" counts only after api/secret/access/private/... (see _SECRET_KEY_NAMES), and
+# "pass" only as the last part of a longer name (SMTP_PASS, db-pass, smtpPass).
+_KEYWORDS = ("password", "passwd", "pwd", "pass", "secret", "token", "key")
 _SECRET_KEY_NAMES = (
     "apikey",
+    "accountkey",  # Azure: AccountKey=..., AZURE_STORAGE_ACCOUNT_KEY
     "secretkey",
     "accesskey",
     "privatekey",
@@ -169,15 +207,40 @@ def _lookbehind_any(literals: list[str]) -> str:
     return f"(?i:{'|'.join(parts)})"
 
 
+def _letters(names: Iterable[str], i: int) -> str:
+    """The letters at position i of `names`, both cases, for a character class."""
+    return "".join(sorted({c for name in names for c in (name[i].lower(), name[i].upper())}))
+
+
+def _gate(names: tuple[str, ...], closers: tuple[str, ...], separator: str = "") -> str:
+    """A two-character test that may pass where a name, a closer and `separator` end: the
+    first test of a pass, one lookbehind that rejects most separators in ordinary text.
+
+    The two characters before the separator are the name's last two letters, its last
+    letter and a one-character closer, or a closer's last two characters.
+    """
+    first: set[str] = set()
+    second: set[str] = set()
+    for closer in closers:
+        if closer:
+            first.update(closer[-2:-1] or _letters(names, -1))
+            second.add(closer[-1])
+        else:
+            first.update(_letters(names, -2))
+            second.update(_letters(names, -1))
+    classes = ("".join(re.escape(c) for c in sorted(chars)) for chars in (first, second))
+    return f"(?<=[{next(classes)}][{next(classes)}]{re.escape(separator)})"
+
+
 def _names_end(names: tuple[str, ...], closers: tuple[str, ...], separator: str) -> str:
     """A test that one of `names`, then a closer (quote, space), then `separator` ends here.
 
-    A one-character class on the names' last letter runs first, so most separators in
-    ordinary text are rejected before the per-name lookbehinds.
+    Classes on the names' last two letters run first (one lookbehind), so most
+    separators in ordinary text (`args:`, `id=`) are rejected before the per-name ones.
     """
-    last_letters = "".join(sorted({c for name in names for c in (name[-1].lower(), name[-1].upper())}))
+    before_last = _letters(names, -2)
     parts = [
-        f"(?<=[{last_letters}]{re.escape(closer + separator)})"
+        f"(?<=[{before_last}][{_letters(names, -1)}]{re.escape(closer + separator)})"
         + _lookbehind_any([name + closer + separator for name in names])
         for closer in closers
     ]
@@ -201,6 +264,26 @@ def _is_reference(value: str) -> bool:
     return value.startswith(("/", "~/", "./", "../")) or "://" in value
 
 
+# Words that make a quoted phrase a label or a prompt ("Enter your password", "your API
+# key here", "GitHub personal access token") rather than a passphrase.
+_LABEL_WORDS = frozenset(("password", "passphrase", "pass", "secret", "token", "key", "api", "credential"))
+_NOT_LETTERS = re.compile(r"[^a-z]+")
+
+
+def _is_passphrase(value: str) -> bool:
+    """True for a quoted value of words (`"correct horse battery staple"`), not a label."""
+    words = value.split()
+    if len(words) < 2 or not all(c.isalpha() or c in _WORDISH for c in value):
+        return False
+    words = _NOT_LETTERS.split(value.lower())
+    return not any(w in _LABEL_WORDS or w.removesuffix("s") in _LABEL_WORDS for w in words)
+
+
+# A "&" inside an unquoted value that starts a query parameter or an entity:
+# `?password=x&next=/`, `x&amp;` (the ";" of an entity is just past the value).
+_AMP_CUT = re.compile(r"&(?:[A-Za-z_][\w.-]*=|#?[A-Za-z0-9]+;)")
+
+
 def _identifier_before(text: str, end: int) -> str:
     start = end
     while start > 0 and text[start - 1] in _PATH_WORD:
@@ -219,10 +302,25 @@ def _keyword_at(text: str, end: int) -> tuple[int, str] | None:
             if not name.replace("_", "").replace("-", "").replace(".", "").endswith(_SECRET_KEY_NAMES):
                 return None  # key=..., monkey: ..., sort(key=...)
             return start, "secret"
+        if kw == "pass":
+            return (start, "password") if _pass_boundary(text, start) else None
         if not _keyword_boundary(text, start, text[start:end]):
             return None
         return start, "password" if kw.startswith("p") else "secret"
     return None
+
+
+def _pass_boundary(text: str, start: int) -> bool:
+    """True when "pass" at start ends a longer name: SMTP_PASS, db-pass, mail.pass, smtpPass.
+
+    Bare `pass`, `--pass` and words glued in one case (bypass, COMPASS) do not count.
+    """
+    if start < 2:
+        return False
+    c = text[start - 1]
+    if c in "_-.":
+        return text[start - 2] in _ALNUM
+    return text.startswith("Pass", start) and (c.islower() or c.isdigit())
 
 
 def _keyword_boundary(text: str, start: int, word: str) -> bool:
@@ -266,23 +364,38 @@ def _closing_quote(text: str, q: str, start: int, end: int) -> int:
     return end
 
 
+def _word_end(text: str, start: int, end: int) -> int:
+    """The end of the unquoted value text[start:end]: before a query "&" and trailing dots."""
+    amp = text.find("&", start, end)
+    while amp != -1:
+        if _AMP_CUT.match(text, amp):
+            end = amp
+            break
+        amp = text.find("&", amp + 1, end)
+    while end > start and text[end - 1] == ".":
+        end -= 1
+    return end
+
+
 def _value_span(text: str, m: re.Match[str], kind: str, name: str) -> tuple[Span, ...]:
     """The span of the value assigned to secret-named key `name`, unless it is a reference."""
-    if m.group("uv") is not None:
+    quoted = m.group("uv") is None
+    if not quoted:
         start, end = m.span("uv")
         if end < len(text) and text[end] in "([":
             return _NONE  # get_token(), os.environ["X"]
-        while end > start and text[end - 1] == ".":
-            end -= 1
+        end = _word_end(text, start, end)
     else:
         start, end = m.span("qv")
         q = m.group("q")
         if q[-1] == '"' and text[start:end].lstrip()[:1] in (",", ":", "]", "}"):
             return _NONE  # the quote closed an enclosing JSON string: this is JSON, not a value
-        if len(q) > 1:
+        if len(q) > 1 and text.startswith(q, end):
             end = _closing_quote(text, q, start, end)
     value = text[start:end]
-    if _is_reference(value) or value.endswith(("EXAMPLE", "EXAMPLEKEY")):
+    if _is_reference(value) and not (quoted and _is_passphrase(value)):
+        return _NONE
+    if value.endswith(("EXAMPLE", "EXAMPLEKEY")):
         return _NONE
     if name.lower().endswith("pwd") and value.startswith(("/", "~")):
         return _NONE  # PWD=/home/... is the working directory
@@ -293,19 +406,39 @@ def _value_span(text: str, m: re.Match[str], kind: str, name: str) -> tuple[Span
     return _one(start, end, _vendor_kind(value) or kind)
 
 
+# A token cut short by the end of the text (a quarantine excerpt is a cut line) is
+# matched by an alternative that ends in `\Z`, and masked when what follows its prefix
+# looks random (`_cut_token`). Elsewhere a short token is left alone, as before.
+def _cut_token(tail: str) -> bool:
+    """True when `tail`, what follows a vendor prefix up to the end of the text, looks random.
+
+    Four characters or more with a digit or an inner capital: `abc123`, `Q7Q7`, not the
+    identifiers `hf_token`, `npm_package`, `pk_test_data`, `sk-learn` that end a text.
+    """
+    return len(tail) >= 4 and any(c.isdigit() or (c.isupper() and i > 0) for i, c in enumerate(tail))
+
+
 # --- Passes "sk-", "gl", "x": OpenAI/Anthropic, GitLab and Slack tokens ----------------
 _SK = re.compile(
     r"sk-(?:ant-[A-Za-z0-9_-]{20,}|(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}"
-    r"|or-v1-[a-f0-9]{64}|[A-Za-z0-9]{32,})"
+    r"|or-v1-[a-f0-9]{64}|[A-Za-z0-9]{32,}|(?P<cut>[A-Za-z0-9_-]{4,})\Z)"
 )
+# After these, any character at the end of the text is a cut key: `sk-ant-api03-abc`.
+_SK_KINDS = re.compile(r"(?:ant|proj|svcacct|admin|None|or-v1)-.")
 _GL = re.compile(
-    r"gl(?:pat|dt|ft|rt|soat|cbt|ptt|imt|oas|agent|ffct)-[A-Za-z0-9_-]{20,300}(?:\.[0-9a-z]{9})?"
+    r"gl(?:pat|dt|ft|rt|soat|cbt|ptt|imt|oas|agent|ffct)-"
+    r"(?:[A-Za-z0-9_-]{20,300}(?:\.[0-9a-z]{9})?|(?P<cut>[A-Za-z0-9_-]{4,19})\Z)"
 )
-_X = re.compile(r"x(?:ox[abposre]-[A-Za-z0-9-]{10,}|app-\d-[A-Za-z0-9-]{10,})")
+_X = re.compile(
+    r"x(?:ox[abposre]-[A-Za-z0-9-]{10,}|app-\d-[A-Za-z0-9-]{10,}|(?:ox[abposre]|app)-(?P<cut>[A-Za-z0-9-]{4,})\Z)"
+)
 
 
 def _prefixed_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     if not _starts_token(text, m.start()):
+        return _NONE
+    cut = m.group("cut")
+    if cut is not None and not (_cut_token(cut) or (m.group().startswith("sk-") and _SK_KINDS.match(cut))):
         return _NONE
     token = m.group()
     if token.startswith("sk-"):
@@ -317,42 +450,48 @@ def _prefixed_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 
 # --- Pass "_": tokens whose vendor prefix ends in "_" -----------------------------------
 _UNDERSCORE = re.compile(
-    r"_(?=[A-Za-z0-9]{10})(?:"
-    r"(?<=gh[pousr]_)[A-Za-z0-9]{36,255}"
-    r"|(?<=github_pat_)[A-Za-z0-9_]{22,255}"
-    r"|(?<=npm_)[A-Za-z0-9]{36}(?![A-Za-z0-9])"
-    r"|(?<=hf_)[A-Za-z0-9]{30,}"
-    r"|(?<=whsec_)[A-Za-z0-9]{32,}"
-    r"|(?:(?<=k_live_)|(?<=k_test_))[A-Za-z0-9]{10,})"
+    # Ten characters, or four to nine that end the text, in one possessive run.
+    r"_(?=[A-Za-z0-9]{4,9}+(?:[A-Za-z0-9]|\Z))(?:"
+    r"(?<=gh[pousr]_)(?:[A-Za-z0-9]{36,255}|[A-Za-z0-9]{4,35}\Z)"
+    r"|(?<=github_pat_)(?:[A-Za-z0-9_]{22,255}|[A-Za-z0-9_]{4,21}\Z)"
+    r"|(?<=npm_)(?:[A-Za-z0-9]{36}(?![A-Za-z0-9])|[A-Za-z0-9]{4,35}\Z)"
+    r"|(?<=hf_)(?:[A-Za-z0-9]{30,}|[A-Za-z0-9]{4,29}\Z)"
+    r"|(?<=whsec_)(?:[A-Za-z0-9]{32,}|[A-Za-z0-9]{4,31}\Z)"
+    r"|(?:(?<=k_live_)|(?<=k_test_))(?:[A-Za-z0-9]{10,}|[A-Za-z0-9]{4,9}\Z))"
 )
-# The vendor prefix that ends at the "_" anchor, and its kind (else ghp_, gho_, ...).
-_UNDERSCORE_PREFIXES: tuple[tuple[str, str], ...] = (
-    ("github_pat_", "github_token"),
-    ("npm_", "npm_token"),
-    ("hf_", "huggingface_token"),
-    ("whsec_", "stripe_key"),
-    ("sk_live_", "stripe_key"),
-    ("rk_live_", "stripe_key"),
-    ("pk_live_", "stripe_key"),
-    ("sk_test_", "stripe_key"),
-    ("rk_test_", "stripe_key"),
-    ("pk_test_", "stripe_key"),
+# The vendor prefix that ends at the "_" anchor, its kind and its shortest whole token
+# (else ghp_, gho_, ...: github_token, 36); a shorter one is cut by the end of the text.
+_UNDERSCORE_PREFIXES: tuple[tuple[str, str, int], ...] = (
+    ("github_pat_", "github_token", 22),
+    ("npm_", "npm_token", 36),
+    ("hf_", "huggingface_token", 30),
+    ("whsec_", "stripe_key", 32),
+    ("sk_live_", "stripe_key", 10),
+    ("rk_live_", "stripe_key", 10),
+    ("pk_live_", "stripe_key", 10),
+    ("sk_test_", "stripe_key", 10),
+    ("rk_test_", "stripe_key", 10),
+    ("pk_test_", "stripe_key", 10),
 )
 
 
 def _underscore_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     anchor = m.start()
-    start, kind = anchor - 3, "github_token"  # ghp_, gho_, ghu_, ghs_, ghr_
-    for prefix, prefix_kind in _UNDERSCORE_PREFIXES:
+    start, kind, shortest = anchor - 3, "github_token", 36  # ghp_, gho_, ghu_, ghs_, ghr_
+    for prefix, prefix_kind, prefix_shortest in _UNDERSCORE_PREFIXES:
         if text.startswith(prefix, anchor + 1 - len(prefix)):
-            start, kind = anchor + 1 - len(prefix), prefix_kind
+            start, kind, shortest = anchor + 1 - len(prefix), prefix_kind, prefix_shortest
             break
+    tail = text[anchor + 1 : m.end()]
+    if len(tail) < shortest and not _cut_token(tail):
+        return _NONE  # hf_token, npm_package at the end of a text
     return _one(start, m.end(), kind) if _starts_token(text, start) else _NONE
 
 
 # --- Pass "A": AWS access key ids and Google API keys ---------------------------------
 _A = re.compile(
-    r"A(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])|AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"
+    r"A(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])(?:[A-Z0-9]{16}(?![A-Za-z0-9])|(?P<aws_cut>[A-Z0-9]{4,15})\Z)"
+    r"|AIza(?:[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])|(?P<google_cut>[A-Za-z0-9_-]{4,34})\Z)"
 )
 
 
@@ -360,6 +499,11 @@ def _a_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     token = m.group()
     if not _starts_token(text, m.start()):
         return _NONE
+    if m.group("google_cut") is not None and not _cut_token(m.group("google_cut")):
+        return _NONE
+    aws_cut = m.group("aws_cut")
+    if aws_cut is not None and not token.startswith("AKIA") and not any(c.isdigit() for c in aws_cut):
+        return _NONE  # ASIAPACIFIC: only AKIA never starts a word
     if token.startswith("AIza"):
         return _one(m.start(), m.end(), "google_api_key")
     if token.endswith("EXAMPLE"):
@@ -368,22 +512,37 @@ def _a_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 
 
 # --- Pass "eyJ": JSON Web Tokens ------------------------------------------------------
-_JWT = re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")
+# Cut by the end of the text, a header alone (`eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXV`) is enough.
+_JWT = re.compile(
+    r"eyJ[A-Za-z0-9_-]{8,}(?:\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*|(?:\.[A-Za-z0-9_-]*){0,2}\Z)"
+)
 
 
 def _jwt_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     return _one(m.start(), m.end(), "jwt") if _starts_token(text, m.start()) else _NONE
 
 
-# --- Pass "-": PEM blocks, --secret flags, encoded home folders ------------------------
+# --- Pass "-": PEM blocks, --secret flags, curl -u user:password, encoded home folders --
+def _user_password(form: str) -> str:
+    """`user:password` after curl's -u (form "short") or --user (form "long"), maybe quoted."""
+    return rf"(?:\\*[\"'])?(?P<{form}_user>[^\s:\"'`\\]{{1,64}}):(?P<{form}_pw>{_WORD_CHAR}{{1,256}})"
+
+
+# Each alternative starts with a literal, which `re` rejects at a glance where it fails.
 _DASH = re.compile(
     r"-(?:"
     r"----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
     r"(?P<pem>[^\"]*?(?=-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----)"
     r"|(?:[A-Za-z0-9+/=\r\n]|\\[nr])*)"
-    r"|-(?P<flag>[A-Za-z0-9][A-Za-z0-9_-]{0,39}+)(?<=[dDnNtTyY])[ \t]+"
-    rf"{_VALUE}"
-    r"|(?:home|Users)-(?P<enc>[A-Za-z0-9]+)(?=[-/\\\"'\r\n]|$)"
+    + r"|-(?:user(?:=|[ \t]+)"
+    + _user_password("long")
+    + r"|(?P<flag>[A-Za-z0-9][A-Za-z0-9_-]{0,39}+)"
+    + _gate(_KEYWORDS, ("",))
+    + r"[ \t]+"
+    + _VALUE
+    + r")|u[ \t]+"
+    + _user_password("short")
+    + r"|(?:home|Users)-(?P<enc>[A-Za-z0-9]+)(?=[-/\\\"'\r\n]|$)"
     r")"
 )
 
@@ -400,6 +559,9 @@ def _dash_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
         if found is None or not _starts_token(text, m.start(), _PATH_WORD):
             return _NONE
         return _value_span(text, m, found[1], m.group("flag"))
+    for form in ("long", "short"):
+        if m.group(f"{form}_pw") is not None:
+            return _user_password_span(text, m, form)
     i = m.start()
     if i > 0 and text[i - 1] == "-":
         if not (i >= 2 and text[i - 2].isalpha() and _starts_token(text, i - 2, _PATH_WORD)):
@@ -409,20 +571,44 @@ def _dash_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     return _user_span(m, "enc")
 
 
+def _user_password_span(text: str, m: re.Match[str], form: str) -> tuple[Span, ...]:
+    """The password of `curl -u user:password`, unless it is a reference or a group name."""
+    if not _starts_token(text, m.start(), _PATH_WORD):
+        return _NONE
+    user = m.group(f"{form}_user")
+    start, end = m.span(f"{form}_pw")
+    end = _word_end(text, start, end)
+    password = text[start:end]
+    if _is_reference(password) or password == user or ("@" in user and "/" in password):
+        return _NONE  # -u $USER:$PASS, docker -u 1000:1000 or app:app, git@host:org/repo
+    return _one(start, end, _vendor_kind(password) or "password")
+
+
 # --- Pass "earer": bearer tokens --------------------------------------------------------
 _BEARER = re.compile(r"earer(?<=[Bb]earer)[ \t]+(?P<token>[A-Za-z0-9._~+/-]{16,}=*)")
 
 
+def _is_credential_reference(cred: str) -> bool:
+    """`_is_reference` for the credential after Bearer or Basic: 16 letters or more with
+    no separator (`ABCDEFGHIJKLMNOPQRSTUVWX`) are a token, not a word or a placeholder."""
+    return _is_reference(cred) and not (len(cred) >= 16 and cred.isalpha())
+
+
 def _bearer_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     token = m.group("token")
-    if not _starts_token(text, m.start() - 1, _ALNUM) or _is_reference(token):
+    if not _starts_token(text, m.start() - 1, _ALNUM) or _is_credential_reference(token):
         return _NONE  # prose: "Bearer authentication"; placeholders: "Bearer YOUR_TOKEN"
     return _one(m.start("token"), m.end("token"), _vendor_kind(token) or "bearer_token")
 
 
 # --- Pass "=": password=..., API_KEY = "...", 'token' => '...' --------------------------
+_EQUALS_CLOSERS = ("", " ", '" ', "' ")
 _EQUALS = re.compile(
-    r"=(?<=[dDnNtTyY ]=)" + _names_end(_KEYWORDS, ("", " ", '" ', "' "), "=") + r">?(?!=)[ \t]*" + _VALUE
+    "="
+    + _gate(_KEYWORDS, _EQUALS_CLOSERS, "=")
+    + _names_end(_KEYWORDS, _EQUALS_CLOSERS, "=")
+    + r">?(?!=)[ \t]*"
+    + _VALUE
 )
 
 
@@ -440,8 +626,10 @@ def _equals_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 # URL credentials and Slack webhooks, Windows home folders ------------------------------
 _COLON_CLOSERS = ("", '"', "'", '\\"', '\\\\\\"')
 _COLON = re.compile(
-    # Most colons in text (JSON keys, times, URLs) fail the first one-character test.
-    r":(?:(?<=[dDnNtTyY\"']:)(?:"
+    # Most colons in text (JSON keys, times, URLs) fail the first two-character test.
+    ":(?:"
+    + _gate((*_KEYWORDS, "authorization"), _COLON_CLOSERS, ":")
+    + "(?:"
     + _names_end(("authorization",), _COLON_CLOSERS, ":")
     + r"[ \t]*(?:\\{3}|\\)?[\"']?(?P<scheme>[A-Za-z]+)[ \t]+(?P<cred>[A-Za-z0-9._~+/-]{8,}=*)"
     r"|"
@@ -476,7 +664,7 @@ def _colon_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
         return _user_span(m, "win")
     if m.group("cred") is not None:
         cred = m.group("cred")
-        if _is_reference(cred):
+        if _is_credential_reference(cred):
             return _NONE
         kind = "bearer_token" if m.group("scheme").lower() == "bearer" else "auth_header"
         return _one(m.start("cred"), m.end("cred"), _vendor_kind(cred) or kind)
@@ -577,10 +765,15 @@ _MAX_ROUNDS = 4
 
 
 def _vendor_kind(value: str) -> str | None:
-    """The token kind when a whole value (of a password=, a URL, a bearer) is a known token."""
+    """The token kind when a whole value (of a password=, a URL, a bearer) is a known token.
+
+    The value is judged with a space after it, so that a short value is not taken for a
+    token cut by the end of the text (`password=sk-abc123` is a password).
+    """
+    padded = value + " "
     for pattern, resolve in _TOKEN_PASSES:
-        for m in pattern.finditer(value):
-            for start, end, kind in resolve(value, m):
+        for m in pattern.finditer(padded):
+            for start, end, kind in resolve(padded, m):
                 if start == 0 and end == len(value):
                     return kind
     return None
