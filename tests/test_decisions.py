@@ -148,17 +148,20 @@ class Transcript:
 
 @pytest.fixture
 def stub_mining(monkeypatch: pytest.MonkeyPatch):
-    """Point extract_decision_points at hand-built CallInfo lists instead of mining's annotate_calls."""
+    """Point extract_decision_points at hand-built CallInfo lists instead of mining's annotate_attempts."""
 
     def install(*transcripts: Transcript) -> None:
         by_session = {t.session_id: t.calls for t in transcripts}
 
-        def annotate_calls(attempt_events: pd.DataFrame) -> list[CallInfo]:
-            first, last = attempt_events["ordinal"].iloc[0], attempt_events["ordinal"].iloc[-1]
-            session_id = attempt_events["session_id"].iloc[0]
-            return [c for c in by_session[session_id] if first <= c.ordinal <= last]
+        def annotate_attempts(
+            ordered_events: pd.DataFrame, spans: list[tuple[str, int, int]]
+        ) -> dict[tuple[str, int], list[CallInfo]]:
+            return {
+                (session_id, first): [c for c in by_session[session_id] if first <= c.ordinal <= last]
+                for session_id, first, last in spans
+            }
 
-        monkeypatch.setattr(decisions, "annotate_calls", annotate_calls)
+        monkeypatch.setattr(decisions, "annotate_attempts", annotate_attempts)
 
     return install
 

@@ -32,6 +32,7 @@ from trajectory_pipeline.mining import (
     TIER_WIDTH,
     TRAJECTORY_SCHEMA,
     MiningConfig,
+    annotate_attempts,
     annotate_calls,
     attempt_id,
     classify_intent,
@@ -507,6 +508,15 @@ def test_retrying_the_refused_call_is_no_recovery() -> None:
     )
 
 
+def test_a_span_outside_the_ordered_events_is_refused() -> None:
+    ordered = order_session_events(_fix(Session()).tests().frame())
+    assert annotate_attempts(ordered, []) == {}
+    with pytest.raises(ValueError, match=r"span 0\.\.40 of session s1 .* hold 7 events of that session"):
+        annotate_attempts(ordered, [("s1", 0, 40)])
+    with pytest.raises(ValueError, match=r"session elsewhere .* hold 0 events"):
+        annotate_attempts(ordered, [("elsewhere", 0, 1)])
+
+
 # ---- ids, order, schema ------------------------------------------------------------------------------
 
 
@@ -683,6 +693,24 @@ def test_sample_corpus_tiers_match_what_the_generator_planted(
     assert attempts["confidence"].notna().sum() > 0
     assert set(attempts["tier"]) == {"gold", "silver", "bronze", "reject"}
     assert (attempts.groupby("family_id").size() > 1).any()  # workflows recur across sessions
+
+
+def test_annotating_all_attempts_at_once_gives_what_each_attempt_gives_alone(
+    sample: tuple[pd.DataFrame, pd.DataFrame],
+) -> None:
+    events, attempts = sample
+    ordered = order_session_events(events)
+    spans = list(
+        zip(attempts["session_id"], attempts["first_ordinal"], attempts["last_ordinal"], strict=True)
+    )
+    annotated = annotate_attempts(ordered, spans)
+    assert list(annotated) == [(session_id, first) for session_id, first, _ in spans]
+    starts = {str(session): int(rows[0]) for session, rows in ordered.groupby("session_id").indices.items()}
+    for (session_id, first, last), sequence in zip(spans, attempts["tool_sequence"], strict=True):
+        calls = annotated[(session_id, first)]
+        start = starts[session_id]
+        assert calls == annotate_calls(ordered.iloc[start + first : start + last + 1])
+        assert [info.call.name for info in calls] == list(sequence)
 
 
 # ---- the real transcripts ---------------------------------------------------------------------------
