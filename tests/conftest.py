@@ -8,6 +8,14 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 REAL_CORPUS = REPO_ROOT.parent / "shared" / "corpus" / "real"
+# The real corpus's folder for each source that has real transcripts.
+REAL_FOLDERS = {
+    "claude_code": "claude-code",
+    "codex": "codex",
+    "gemini_cli": "gemini-cli",
+    "swe_agent": "swe-agent",
+    "aider": "aider",
+}
 
 
 @pytest.fixture(scope="session")

@@ -22,6 +22,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
+from tests.conftest import REAL_FOLDERS
 from trajectory_pipeline.decisions import TIERS, DecisionConfig, extract_decision_points, learnable
 from trajectory_pipeline.events import order_session_events
 from trajectory_pipeline.ingest import SourceRoot, candidate_files
@@ -30,13 +31,6 @@ from trajectory_pipeline.parsers import PARSERS
 from trajectory_pipeline.schema import EVENT_SCHEMA, Event
 from trajectory_pipeline.vocabulary import CANONICAL_TOOLS
 
-FOLDERS = {
-    "claude_code": "claude-code",
-    "codex": "codex",
-    "gemini_cli": "gemini-cli",
-    "swe_agent": "swe-agent",
-    "aider": "aider",
-}
 CODEX_GOLD = "codex/codemie-code/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl"
 LOCALPUSH = "codex/localpush/rollout-2026-02-23T12-40-23-019c8a4c-ed82-79a1-aa28-7738fc5ab61a.jsonl"
 LOCALPUSH_DANGLING = "codex/localpush/rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl"
@@ -49,7 +43,7 @@ class Real:
     def __init__(self, corpus: Path) -> None:
         rows: list[Event] = []
         for file in candidate_files(
-            [SourceRoot(source, corpus / folder) for source, folder in FOLDERS.items()]
+            [SourceRoot(source, corpus / folder) for source, folder in REAL_FOLDERS.items()]
         ):
             for item in PARSERS[file.source].parse(file.path):
                 assert isinstance(item, Event), f"{file.path} line {item.line_no}: {item.reason}"

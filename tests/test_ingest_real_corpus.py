@@ -7,22 +7,15 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from tests.conftest import REAL_FOLDERS
 from trajectory_pipeline.ingest import SourceRoot, candidate_files, ingest_day
 from trajectory_pipeline.parsers import PARSERS
 from trajectory_pipeline.schema import Event, utc_day
 
-FOLDERS = {
-    "claude_code": "claude-code",
-    "codex": "codex",
-    "gemini_cli": "gemini-cli",
-    "swe_agent": "swe-agent",
-    "aider": "aider",
-}
-
 
 @pytest.fixture(scope="module")
 def roots(real_corpus: Path) -> list[SourceRoot]:
-    return [SourceRoot(source, real_corpus / folder) for source, folder in FOLDERS.items()]
+    return [SourceRoot(source, real_corpus / folder) for source, folder in REAL_FOLDERS.items()]
 
 
 def test_every_real_file_is_listed_by_its_source(roots: list[SourceRoot], real_corpus: Path) -> None:

@@ -24,6 +24,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
+from tests.conftest import REAL_FOLDERS
 from trajectory_pipeline import mining
 from trajectory_pipeline.events import order_session_events
 from trajectory_pipeline.ingest import SourceRoot, candidate_files, ingest_day
@@ -714,14 +715,6 @@ def test_annotating_all_attempts_at_once_gives_what_each_attempt_gives_alone(
 
 
 # ---- the real transcripts ---------------------------------------------------------------------------
-
-REAL_FOLDERS = {
-    "claude_code": "claude-code",
-    "codex": "codex",
-    "gemini_cli": "gemini-cli",
-    "swe_agent": "swe-agent",
-    "aider": "aider",
-}
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 import pytest
 
+from tests.conftest import REAL_FOLDERS
 from trajectory_pipeline.ingest import SourceRoot, candidate_files
 from trajectory_pipeline.parsers import PARSERS
 from trajectory_pipeline.sample_corpus import CorpusSpec, generate_corpus
@@ -570,15 +571,6 @@ def _calls(roots: list[SourceRoot]) -> list[tuple[Event, CanonicalCall]]:
                 assert item.tool_name is not None
                 calls.append((item, canonicalize(item.source, item.tool_name, item.tool_input)))
     return calls
-
-
-REAL_FOLDERS = {
-    "claude_code": "claude-code",
-    "codex": "codex",
-    "gemini_cli": "gemini-cli",
-    "swe_agent": "swe-agent",
-    "aider": "aider",
-}
 
 
 def test_every_real_tool_call(real_corpus: Path) -> None:
