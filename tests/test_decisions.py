@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from collections import Counter
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import orjson
@@ -423,7 +423,7 @@ def test_ids_are_stable_across_runs_and_input_row_order(stub_mining) -> None:
         ("s1", 7),
         ("s1", 10),
     ]
-    expected = hashlib.sha256(f"s1\x1f{MAIN}\x1f2".encode()).hexdigest()[:16]
+    expected = hashlib.sha256(f"s1\x1f{PurePath(MAIN).name}\x1f2".encode()).hexdigest()[:16]
     assert once.loc[1, "decision_id"] == expected
     assert once["decision_id"].is_unique
 

@@ -47,6 +47,7 @@ import hashlib
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
 import pandas as pd
@@ -179,8 +180,11 @@ def _omission_marker(omitted: int) -> str:
 
 
 def decision_id(session_id: str, source_path: str, seq: int) -> str:
-    """16 hex characters of sha256 over where the target call was written: stable across runs."""
-    key = "\x1f".join((session_id, source_path, str(seq)))
+    """16 hex characters of sha256 over where the target call was written: stable across runs.
+
+    Only the file's name counts, not its folder: moving the transcripts keeps every id.
+    """
+    key = "\x1f".join((session_id, PurePath(source_path).name, str(seq)))
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 

@@ -16,6 +16,7 @@ import dagster as dg
 from assets.decision_points import decision_points
 from assets.mined_trajectories import mined_trajectories
 from assets.raw_sessions import raw_sessions
+from assets.rendered_splits import rendered_splits
 from resources.parquet_io_manager import ParquetIOManager
 from resources.session_sources import SessionSources
 
@@ -24,11 +25,11 @@ DATA_DIR = os.environ.get("TRAJECTORY_DATA_DIR", "data/warehouse")
 daily_ingest_job = dg.define_asset_job(
     "daily_ingest_job",
     selection=dg.AssetSelection.groups("ingest"),
-    description="Ingest a day (or a range, in one run): raw_sessions → mined_trajectories → decision_points.",
+    description="Ingest a day (or a range, in one run): raw_sessions → ... → rendered_splits.",
 )
 
 defs = dg.Definitions(
-    assets=[raw_sessions, mined_trajectories, decision_points],
+    assets=[raw_sessions, mined_trajectories, decision_points, rendered_splits],
     jobs=[daily_ingest_job],
     resources={
         "io_manager": ParquetIOManager(base_dir=DATA_DIR),

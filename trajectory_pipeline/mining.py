@@ -93,6 +93,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import PurePath
 from typing import Any
 
 import numpy as np
@@ -345,8 +346,11 @@ def family_id(repo: str | None, intent: str, shape: str) -> str:
 
 
 def attempt_id(session_id: str, source_path: str, seq: int) -> str:
-    """Stable id of an attempt, from where its first instruction sits."""
-    return _stable_hash(session_id, source_path, seq, length=16)
+    """Stable id of an attempt, from where its first instruction sits.
+
+    Only the file's name counts, not its folder: moving the transcripts keeps every id.
+    """
+    return _stable_hash(session_id, PurePath(source_path).name, seq, length=16)
 
 
 # ---------------------------------------------------------------- columns as plain lists

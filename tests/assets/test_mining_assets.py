@@ -1,6 +1,8 @@
-"""mined_trajectories and decision_points materialized for real on a sample-corpus day, read back."""
+"""The daily stages after ingestion, materialized for real on a sample-corpus day and read back."""
 
 import datetime as dt
+import json
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import pytest
 from assets.decision_points import decision_points
 from assets.mined_trajectories import mined_trajectories
 from assets.raw_sessions import raw_sessions
+from assets.rendered_splits import rendered_splits
 from resources.parquet_io_manager import ParquetIOManager
 from resources.session_sources import DEFAULT_ROOTS, SessionSources
 from trajectory_pipeline.mining import mine_trajectories
@@ -18,6 +21,7 @@ from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS, CorpusSpec, genera
 
 SPEC = CorpusSpec(days=2, end_date=dt.date(2026, 11, 22), sessions_per_day=4, seed=7)
 DAY = "2026-11-22"
+ASSETS = [raw_sessions, mined_trajectories, decision_points, rendered_splits]
 
 
 @pytest.fixture(scope="module")
@@ -31,9 +35,7 @@ def materialized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dg.Exe
         "io_manager": ParquetIOManager(base_dir=str(warehouse)),
         "session_sources": SessionSources(**roots, **off),
     }
-    result = dg.materialize(
-        [raw_sessions, mined_trajectories, decision_points], partition_key=DAY, resources=resources
-    )
+    result = dg.materialize(ASSETS, partition_key=DAY, resources=resources)
     return warehouse, result
 
 
@@ -80,7 +82,45 @@ def test_the_audits_run_with_the_assets_and_pass_on_the_sample(
         "no_repeated_inspection_after_guard": True,
         "enough_decision_points": True,
         "targets_have_required_arguments": True,
+        "no_leakage": True,
     }
+
+
+def test_rendered_splits_keep_each_session_in_one_split(
+    materialized: tuple[Path, dg.ExecuteInProcessResult],
+) -> None:
+    warehouse, result = materialized
+    rows = pd.read_parquet(warehouse / "rendered_splits" / f"{DAY}.parquet")
+    decisions = pd.read_parquet(warehouse / "decision_points" / f"{DAY}.parquet")
+    assert 0 < len(rows) <= len(decisions)
+    assert set(rows["decision_id"]) <= set(decisions["decision_id"])
+    assert (rows.groupby("session_id")["split"].nunique() == 1).all()
+    assert set(rows["split"]) <= {"train", "valid", "test"}
+    record = json.loads(rows["record"].iloc[0])
+    assert record["messages"][-1]["role"] == "assistant" and record["messages"][-1]["tool_calls"]
+    metadata = result.asset_materializations_for_node("rendered_splits")[0].metadata
+    assert metadata["rows"].value == len(rows)
+
+
+def test_a_holdout_session_never_reaches_train_or_valid(
+    materialized: tuple[Path, dg.ExecuteInProcessResult], tmp_path: Path
+) -> None:
+    shared, _ = materialized
+    warehouse = tmp_path / "warehouse"
+    shutil.copytree(shared, warehouse)
+    rows = pd.read_parquet(warehouse / "rendered_splits" / f"{DAY}.parquet")
+    held = rows[rows["split"] == "train"]["session_id"].iloc[0]
+    holdout = tmp_path / "holdout.txt"
+    holdout.write_text(f"# sessions we evaluate on\n{held}\n")
+    config = {"ops": {"rendered_splits": {"config": {"holdout_path": str(holdout)}}}}
+    off = SessionSources(**{f"{source}_root": "" for source in DEFAULT_ROOTS})
+    resources = {"io_manager": ParquetIOManager(base_dir=str(warehouse)), "session_sources": off}
+    result = dg.materialize(
+        ASSETS, selection=["rendered_splits"], partition_key=DAY, resources=resources, run_config=config
+    )
+    assert result.success
+    again = pd.read_parquet(warehouse / "rendered_splits" / f"{DAY}.parquet")
+    assert set(again[again["session_id"] == held]["split"]) == {"test"}
 
 
 def test_a_failing_audit_names_the_numbers(tmp_path: Path) -> None:

@@ -1,0 +1,93 @@
+"""From rendered rows to the mlx-lm data directory a training run reads.
+
+`rendered_splits` is daily; a training run reads a window of days. `write_window`
+takes the rendered rows of every day in the window, removes duplicates that
+only show across days, refuses a window that leaks, and writes train.jsonl,
+valid.jsonl, test.jsonl and manifest.json (`mlx_data.write_mlx_dataset`). The
+demo calls it for the sample window; the trainer asset calls it for its window.
+
+    days = sorted(Path("data/warehouse/rendered_splits").glob("*.parquet"))
+    rows = pd.concat(pd.read_parquet(day) for day in days)
+    manifest = write_window(rows, Path("data/mlx/sample"), batch_size=4)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from trajectory_pipeline.mlx_data import DatasetManifest, write_mlx_dataset
+from trajectory_pipeline.splits import check_leakage
+
+RENDERED_SCHEMA = pa.schema(
+    [
+        ("decision_id", pa.string()),
+        ("session_id", pa.string()),
+        ("source", pa.string()),
+        ("tier", pa.string()),
+        ("quality", pa.float64()),
+        ("target_name", pa.string()),
+        ("action_class", pa.string()),
+        ("split", pa.string()),
+        ("format", pa.string()),
+        ("record", pa.large_string()),  # canonical JSON of the mlx-lm record
+        ("prompt_hash", pa.string()),
+        ("target_hash", pa.string()),
+        ("chars", pa.int64()),
+        ("tokens", pa.int64()),  # null without a tokenizer
+        ("history_dropped", pa.int64()),
+    ]
+)
+
+
+class LeakageError(ValueError):
+    """The window's splits share sessions or examples: training on it would inflate every score."""
+
+
+def load_tokenizer(path: str) -> Any:
+    """The tokenizer of a local model folder (Hugging Face layout), to measure lengths in tokens."""
+    try:
+        from transformers import AutoTokenizer
+    except ImportError as err:  # pragma: no cover - transformers comes with mlx-lm
+        raise ValueError("measuring tokens needs transformers: pip install transformers") from err
+    folder = Path(path).expanduser()
+    if not (folder / "tokenizer.json").exists() and not (folder / "tokenizer_config.json").exists():
+        raise ValueError(f"{folder} holds no tokenizer (expected tokenizer.json or tokenizer_config.json)")
+    return AutoTokenizer.from_pretrained(str(folder))
+
+
+def dedupe_across_days(rows: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """Drop rows whose (prompt, target) already occurs in the window, keeping the first by decision_id."""
+    ordered = rows.sort_values("decision_id", kind="stable")
+    kept = ordered.drop_duplicates(["prompt_hash", "target_hash"], keep="first")
+    return kept.reset_index(drop=True), len(ordered) - len(kept)
+
+
+def write_window(
+    rows: pd.DataFrame,
+    out_dir: Path,
+    *,
+    batch_size: int,
+    pad_small_splits: bool = False,
+    holdout: frozenset[str] = frozenset(),
+    config: Mapping[str, Any] | None = None,
+    partitions: Sequence[str] = (),
+) -> DatasetManifest:
+    """Write the mlx-lm data directory of a window of rendered days; raises LeakageError on a leak."""
+    kept, duplicates = dedupe_across_days(rows)
+    report = check_leakage(kept, holdout)
+    if not report.passed:
+        raise LeakageError(report.message())
+    settings = {**(config or {}), "dropped_duplicates_across_days": duplicates}
+    return write_mlx_dataset(
+        kept,
+        out_dir,
+        batch_size=batch_size,
+        pad_small_splits=pad_small_splits,
+        config=settings,
+        partitions=partitions,
+    )
