@@ -59,25 +59,32 @@ def mine_and_cut(out: Path, days: int) -> dict[str, float]:
     """mined_trajectories then decision_points over each ingested day, timed apart."""
     import pandas as pd
 
-    from trajectory_pipeline.decisions import extract_decision_points
+    from trajectory_pipeline.decisions import extract_decision_points, learnable
     from trajectory_pipeline.mining import mine_trajectories
+    from trajectory_pipeline.render import RenderConfig
+    from trajectory_pipeline.splits import select
 
-    mining = cutting = 0.0
-    attempts = decisions = 0
+    mining = cutting = rendering = 0.0
+    attempts = decisions = rendered = 0
     for offset in range(days):
         events = pd.read_parquet(out / f"e-{END - dt.timedelta(days=offset)}.parquet")
         started = time.perf_counter()
         mined = mine_trajectories(events)
         mining += time.perf_counter() - started
         started = time.perf_counter()
-        decisions += len(extract_decision_points(events, mined))
+        points, _ = learnable(extract_decision_points(events, mined))
         cutting += time.perf_counter() - started
-        attempts += len(mined)
+        started = time.perf_counter()
+        rows, _ = select(points, RenderConfig())
+        rendering += time.perf_counter() - started
+        attempts, decisions, rendered = attempts + len(mined), decisions + len(points), rendered + len(rows)
     return {
         "mining_seconds": mining,
         "decision_seconds": cutting,
+        "render_seconds": rendering,
         "attempts": attempts,
         "decisions": decisions,
+        "rendered": rendered,
     }
 
 
@@ -116,6 +123,7 @@ def main() -> int:
     peak = max(r["peak_rss_mib"] for r in runs["pipeline"])
     mining = statistics.median(r["mining_seconds"] for r in runs["pipeline"])
     cutting = statistics.median(r["decision_seconds"] for r in runs["pipeline"])
+    rendering = statistics.median(r["render_seconds"] for r in runs["pipeline"])
     report = [
         f"## Ingest ({dt.date.today()}, {platform.machine()}, {platform.python_version()}, one process)",
         "",
@@ -133,9 +141,12 @@ def main() -> int:
         f"{rows / med['pipeline']:.0f} | {peak:.0f} |",
         f"| mine_trajectories, all days | {mining:.2f} | | {rows / mining:.0f} events/s | |",
         f"| extract_decision_points, all days | {cutting:.2f} | | {rows / cutting:.0f} events/s | |",
+        f"| select (render, filter, split), all days | {rendering:.2f} | | "
+        f"{runs['pipeline'][0]['decisions'] / rendering:.0f} decision points/s | |",
         "",
         f"{runs['pipeline'][0]['attempts']:.0f} attempts, {runs['pipeline'][0]['decisions']:.0f} decision "
-        "points (timed in the pipeline process after ingestion; its peak RSS covers all three).",
+        f"points, {runs['pipeline'][0]['rendered']:.0f} rendered rows (timed in the pipeline process after "
+        "ingestion; its peak RSS covers every stage).",
         "",
         f"Pipeline / floor throughput: {med['floor'] / med['pipeline']:.3f}",
     ]

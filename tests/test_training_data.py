@@ -1,0 +1,62 @@
+"""A training window is written only when it does not leak, and duplicates across days are removed first."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from trajectory_pipeline.mlx_data import read_manifest
+from trajectory_pipeline.schema import canonical_json
+from trajectory_pipeline.training_data import LeakageError, dedupe_across_days, write_window
+
+
+def row(decision: str, session: str, split: str, prompt: str, target: str = "t") -> dict[str, object]:
+    record = {
+        "messages": [
+            {"role": "user", "content": prompt},
+            {"role": "assistant", "content": f"<tool_call>{target}</tool_call>"},
+        ]
+    }
+    return {
+        "decision_id": decision,
+        "session_id": session,
+        "split": split,
+        "target_name": "run_shell",
+        "record": canonical_json(record),
+        "prompt_hash": f"p-{prompt}",
+        "target_hash": f"t-{target}",
+    }
+
+
+def window(*rows: dict[str, object]) -> pd.DataFrame:
+    return pd.DataFrame(list(rows))
+
+
+BASE = [
+    row("d01", "s1", "train", "fix a"),
+    row("d02", "s1", "train", "fix b"),
+    row("d03", "s2", "valid", "fix c"),
+    row("d04", "s3", "test", "fix d"),
+]
+
+
+def test_a_duplicate_seen_on_two_days_is_kept_once(tmp_path: Path) -> None:
+    # Day 2 repeats day 1's (prompt, target) in another session, landing in test: a leak unless removed.
+    rows = window(*BASE, row("d09", "s9", "test", "fix a"))
+    kept, dropped = dedupe_across_days(rows)
+    assert dropped == 1 and "d09" not in set(kept["decision_id"])
+    manifest = write_window(rows, tmp_path / "data", batch_size=1, partitions=["2026-11-21", "2026-11-22"])
+    assert manifest.counts == {"train": 2, "valid": 1, "test": 1}
+    assert read_manifest(tmp_path / "data").config["dropped_duplicates_across_days"] == 1
+
+
+def test_a_leaking_window_is_refused_and_names_the_session(tmp_path: Path) -> None:
+    rows = window(*BASE, row("d05", "s1", "test", "fix e"))  # session s1 in train and test
+    with pytest.raises(LeakageError, match="s1"):
+        write_window(rows, tmp_path / "data", batch_size=1)
+    assert not (tmp_path / "data").exists()
+
+
+def test_holdout_sessions_in_training_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(LeakageError):
+        write_window(window(*BASE), tmp_path / "data", batch_size=1, holdout=frozenset({"s2"}))
