@@ -83,7 +83,10 @@ def decision_points(
     mined_trajectories: dict[str, pd.DataFrame],
 ) -> Iterator[dg.Output[Any] | dg.AssetCheckResult]:
     """One row per assistant tool call in gold and silver attempts: history, canonical target, labels."""
-    core = config.core()
+    try:
+        core = config.core()
+    except ValueError as err:
+        raise dg.Failure(f"decision_points config: {err}") from None
     kept, extracted, set_aside = {}, 0, Counter[str]()
     for key in context.partition_keys:
         attempts = mined_trajectories[key]

@@ -40,7 +40,9 @@ class MinedTrajectoriesConfig(dg.Config):
         default=1, ge=0, description="Audit: gold + silver attempts needed per run (days with sessions)."
     )
     min_guard_recoveries: int = Field(
-        default=0, ge=0, description="Audit (warning): guard recoveries expected per run."
+        default=1,
+        ge=0,
+        description="Audit (warning): recoveries expected when the run holds guard denials.",
     )
 
 
@@ -88,12 +90,14 @@ def audits(attempts: pd.DataFrame, config: MinedTrajectoriesConfig) -> Iterator[
         metadata={"kept": len(kept), "attempts": len(attempts), "minimum": config.min_kept_attempts},
     )
     recoveries = int(attempts["guard_recoveries"].sum())
+    denials = int(attempts["guard_denials"].sum())
     yield dg.AssetCheckResult(
         check_name="guard_recoveries",
-        passed=recoveries >= config.min_guard_recoveries,
+        # Without a denial there is nothing to recover from.
+        passed=denials == 0 or recoveries >= config.min_guard_recoveries,
         severity=dg.AssetCheckSeverity.WARN,
         metadata={
-            "guard_denials": int(attempts["guard_denials"].sum()),
+            "guard_denials": denials,
             "guard_recoveries": recoveries,
             "minimum": config.min_guard_recoveries,
         },

@@ -2,8 +2,9 @@
 
 Whole sessions go to one split (a stable hash of session id and seed); rows are
 filtered, deduplicated and checked for leakage before anything trains on them.
-The mlx-lm data directory for a window of days is written from these rows by
-`trajectory_pipeline.training_data.write_window`.
+With `mlx_data_dir` set, the run also writes the mlx-lm data directory of its
+days (`trajectory_pipeline.training_data.write_window`, the function the trainer
+calls for its window).
 
     dagster asset materialize -m trajectory_pipeline.definitions \
         --select rendered_splits --partition 2026-11-20
@@ -20,6 +21,7 @@ from pydantic import Field
 
 from assets.metadata import as_table, counter_md, single_or_dict
 from assets.partitions import daily_partitions
+from trajectory_pipeline.mlx_data import DatasetManifest, SplitTooSmallError
 from trajectory_pipeline.render import CONVENTIONS, FORMATS, RenderConfig
 from trajectory_pipeline.splits import (
     SelectConfig,
@@ -28,7 +30,7 @@ from trajectory_pipeline.splits import (
     parse_tool_caps,
     select,
 )
-from trajectory_pipeline.training_data import RENDERED_SCHEMA, load_tokenizer
+from trajectory_pipeline.training_data import RENDERED_SCHEMA, LeakageError, load_tokenizer, write_window
 
 
 class RenderedSplitsConfig(dg.Config):
@@ -57,6 +59,17 @@ class RenderedSplitsConfig(dg.Config):
     tokenizer_path: str = Field(
         default="", description="Model folder whose tokenizer measures lengths in tokens."
     )
+    mlx_data_dir: str = Field(
+        default="",
+        description="Also write the mlx-lm data directory (train/valid/test.jsonl, manifest.json) "
+        "of the run's days here.",
+    )
+    batch_size: int = Field(
+        default=4, gt=0, description="The training batch size the data directory must fit."
+    )
+    pad_small_splits: bool = Field(
+        default=False, description="Fill a valid/test split smaller than the batch by repeating its rows."
+    )
 
     def render(self) -> RenderConfig:
         return RenderConfig(format=self.format, convention=self.convention)
@@ -84,7 +97,10 @@ class RenderedSplitsConfig(dg.Config):
             asset="rendered_splits",
             blocking=True,
             description="No session in two splits, no train/test duplicate, no holdout item in training.",
-        )
+        ),
+        dg.AssetCheckSpec(
+            "rows_kept", asset="rendered_splits", description="Filters did not empty a day that had data."
+        ),
     ],
 )
 def rendered_splits(
@@ -97,12 +113,16 @@ def rendered_splits(
         tokenizer = load_tokenizer(config.tokenizer_path) if config.tokenizer_path else None
     except (ValueError, OSError) as err:
         raise dg.Failure(f"rendered_splits config: {err}") from None
-    rendered = {}
+    rendered, emptied = {}, []
     for key in context.partition_keys:
         rendered[key], counts = select(decision_points[key], render, choose, holdout, tokenizer)
         context.add_asset_metadata(split_metadata(rendered[key], counts), partition_key=key)
+        if counts["input"] and not counts["kept"]:
+            emptied.append(key)
     tables = {key: as_table(frame, RENDERED_SCHEMA) for key, frame in rendered.items()}
-    yield dg.Output(single_or_dict(tables, context.partition_keys))
+    manifest = _write_data_dir(config, rendered, holdout, context.partition_keys)
+    output_metadata = {} if manifest is None else manifest_metadata(manifest)
+    yield dg.Output(single_or_dict(tables, context.partition_keys), metadata=output_metadata)
     # Each day on its own, so a range run and day-by-day runs judge alike; duplicates that only
     # show across days are removed when a training window is written (training_data.write_window).
     reports = [check_leakage(frame, holdout) for frame in rendered.values()]
@@ -117,6 +137,46 @@ def rendered_splits(
             "holdout_in_train_or_valid": sum(len(r.holdout_in_train_or_valid) for r in reports),
         },
     )
+    yield dg.AssetCheckResult(
+        check_name="rows_kept",
+        passed=not emptied,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={"days_emptied_by_filters": dg.MetadataValue.json(emptied)},
+    )
+
+
+def _write_data_dir(
+    config: RenderedSplitsConfig,
+    rendered: dict[str, pd.DataFrame],
+    holdout: frozenset[str],
+    partitions: list[str],
+) -> DatasetManifest | None:
+    """The mlx-lm data directory of the run's days, when the config names one."""
+    if not config.mlx_data_dir:
+        return None
+    rows = pd.concat(rendered.values(), ignore_index=True)
+    try:
+        return write_window(
+            rows,
+            Path(config.mlx_data_dir).expanduser(),
+            batch_size=config.batch_size,
+            pad_small_splits=config.pad_small_splits,
+            holdout=holdout,
+            config=config.model_dump(),
+            partitions=partitions,
+        )
+    except (LeakageError, SplitTooSmallError) as err:
+        raise dg.Failure(f"mlx-lm data directory not written: {err}") from None
+
+
+def manifest_metadata(manifest: DatasetManifest) -> dict[str, Any]:
+    return {
+        "mlx_data_dir": dg.MetadataValue.path(str(manifest.path)),
+        "dataset_hash": manifest.dataset_hash,
+        "examples_by_split": dg.MetadataValue.json(manifest.counts),
+        "file_sha256": dg.MetadataValue.json(manifest.sha256),
+        "padded": dg.MetadataValue.json(manifest.padded),
+    }
 
 
 def split_metadata(rows: pd.DataFrame, counts: dict[str, int]) -> dict[str, Any]:

@@ -145,6 +145,8 @@ INTENT_CASES: list[tuple[str, str | None]] = [
     ("(cd web && npm test)", "npm_test"),
     # look-alikes: they mention a tool but do not run it
     ("cat pytest.ini", "read"),
+    ("pytest --collect-only -q", "list"),
+    ("npx jest --listTests", "list"),
     ("grep -r pytest .", "search"),
     ('rg -n "npm test" .', "search"),
     ("pip install pytest", "install"),
@@ -232,6 +234,7 @@ IS_VERIFICATION_CASES = [
     ("git diff --check", True),
     ("git diff", False),
     ("cat pytest.ini", False),
+    ("pytest --co tests/", False),
     ("pip install pytest", False),
     ('git commit -m "make test pass"', False),
     ("ruff format .", False),  # rewrites files, checks nothing

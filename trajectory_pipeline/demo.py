@@ -19,12 +19,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from trajectory_pipeline.mlx_data import DatasetManifest
+from trajectory_pipeline.mlx_data import read_manifest
 from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
 from trajectory_pipeline.schema import SOURCES
-from trajectory_pipeline.training_data import write_window
 
-DEMO_BATCH_SIZE = 4  # the tiny model trains with mlx-lm's default batch size
+BATCH_SIZE = 4  # mlx-lm's default; the data directory must hold a batch in every split
 
 
 def _point_sources_at(corpus: Path, data_dir: Path) -> None:
@@ -64,11 +63,17 @@ def run_demo(corpus_dir: str, data_dir: str) -> int:
 
     from trajectory_pipeline.definitions import defs
 
+    mlx_dir = warehouse.parent / "mlx" / "sample-window"
     started = time.perf_counter()
     with dg.DagsterInstance.get() as instance:
         result = defs.resolve_job_def("daily_ingest_job").execute_in_process(
             instance=instance,
-            run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
+            run_config={
+                "loggers": {"console": {"config": {"log_level": "INFO"}}},
+                "ops": {
+                    "rendered_splits": {"config": {"mlx_data_dir": str(mlx_dir), "batch_size": BATCH_SIZE}}
+                },
+            },
             tags={
                 "dagster/asset_partition_range_start": first,
                 "dagster/asset_partition_range_end": last,
@@ -87,24 +92,12 @@ def run_demo(corpus_dir: str, data_dir: str) -> int:
     print(_tier_table(warehouse, keys))
     checks = sorted((e.check_name, e.passed) for e in result.get_asset_check_evaluations())
     print("\nAsset checks: " + ", ".join(f"{name} {'passed' if ok else 'FAILED'}" for name, ok in checks))
-    manifest = _write_training_window(warehouse, keys)
+    manifest = read_manifest(mlx_dir)
+    counts = ", ".join(f"{split} {manifest.counts[split]}" for split in ("train", "valid", "test"))
+    print(f"\nTraining window {first} .. {last}: {counts} examples")
     print(f"\nTables: {warehouse}   Dagster instance: {home}   Explore: make ui (http://127.0.0.1:3000)")
     print(f"mlx-lm data: {manifest.path}   dataset {manifest.dataset_hash[:16]}")
     return 0 if result.success and all(ok for _, ok in checks) else 1
-
-
-def _write_training_window(warehouse: Path, days: list[str]) -> DatasetManifest:
-    """The mlx-lm data directory of the whole sample window, as the trainer will read it."""
-    rows = pa.concat_tables(pq.read_table(warehouse / "rendered_splits" / f"{day}.parquet") for day in days)
-    manifest = write_window(
-        rows.to_pandas(),
-        warehouse.parent / "mlx" / "sample-window",
-        batch_size=DEMO_BATCH_SIZE,
-        partitions=days,
-    )
-    counts = ", ".join(f"{split} {manifest.counts[split]}" for split in ("train", "valid", "test"))
-    print(f"\nTraining window {days[0]} .. {days[-1]}: {counts} examples")
-    return manifest
 
 
 def _tier_table(warehouse: Path, days: list[str]) -> str:

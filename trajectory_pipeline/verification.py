@@ -861,6 +861,9 @@ _HANDLERS: dict[str, Callable[[Sequence[str]], _Simple]] = {
 }
 
 
+_LIST_ONLY = ("--collect-only", "--co", "--listTests", "--list-tests", "--list")
+
+
 def _argv_intent(argv: Sequence[str]) -> _Simple:
     """The intent of one simple command, given as its words."""
     i = 0
@@ -887,6 +890,8 @@ def _argv_intent(argv: Sequence[str]) -> _Simple:
     found = handler(args) if handler is not None else _Simple(_CONSTANT.get(program))
     if found.intent in VERIFICATION_INTENTS and (_has(args, *_HELP) or _at(args, 0) in ("-h", "-V")):
         return _NOTHING  # `pytest --version` asks about the tool, it checks nothing
+    if found.intent in VERIFICATION_INTENTS and _has(args, *_LIST_ONLY):
+        return _Simple("list")  # `pytest --collect-only`, `jest --listTests` list tests, they run none
     return found
 
 

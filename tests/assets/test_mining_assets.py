@@ -83,6 +83,7 @@ def test_the_audits_run_with_the_assets_and_pass_on_the_sample(
         "enough_decision_points": True,
         "targets_have_required_arguments": True,
         "no_leakage": True,
+        "rows_kept": True,
     }
 
 
@@ -136,8 +137,80 @@ def test_a_failing_audit_names_the_numbers(tmp_path: Path) -> None:
         }
     )
     results = {r.check_name: r for r in audits(attempts, MinedTrajectoriesConfig(min_kept_attempts=2))}
+    assert not results["guard_recoveries"].passed  # a denial, and nothing recovered from it
     assert not results["kept_attempts"].passed
     assert results["kept_attempts"].metadata["kept"].value == 1
     assert results["kept_attempts"].metadata["minimum"].value == 2
     assert not results["no_repeated_inspection_after_guard"].passed
     assert results["no_repeated_inspection_after_guard"].metadata["attempt_ids"].value == ["a"]
+
+
+def test_failing_decision_audits_name_the_numbers() -> None:
+    from collections import Counter
+
+    from assets.decision_points import DecisionPointsConfig, audits
+
+    attempts = {"2026-11-22": pd.DataFrame({"tier": ["gold", "silver"]})}
+    aside = Counter({"missing_required_arguments": 3})
+    results = {r.check_name: r for r in audits(0, 10, aside, attempts, DecisionPointsConfig())}
+    assert not results["enough_decision_points"].passed
+    assert results["enough_decision_points"].metadata["kept_attempts"].value == 2
+    assert not results["targets_have_required_arguments"].passed
+    assert results["targets_have_required_arguments"].metadata["share"].value == 0.3
+
+
+def test_a_bad_decision_config_is_a_clear_failure(
+    materialized: tuple[Path, dg.ExecuteInProcessResult], tmp_path: Path
+) -> None:
+    shared, _ = materialized
+    warehouse = tmp_path / "warehouse"
+    shutil.copytree(shared, warehouse)
+    off = SessionSources(**{f"{source}_root": "" for source in DEFAULT_ROOTS})
+    resources = {"io_manager": ParquetIOManager(base_dir=str(warehouse)), "session_sources": off}
+    config = {"ops": {"decision_points": {"config": {"included_tiers": ["platinum"]}}}}
+    result = dg.materialize(
+        ASSETS,
+        selection=["decision_points"],
+        partition_key=DAY,
+        resources=resources,
+        run_config=config,
+        raise_on_error=False,
+    )
+    failure = result.failure_data_for_node("decision_points")
+    assert failure is not None and "included_tiers" in failure.error.message
+    assert "platinum" in failure.error.message
+
+
+def test_rendered_splits_can_write_the_mlx_data_directory(
+    materialized: tuple[Path, dg.ExecuteInProcessResult], tmp_path: Path
+) -> None:
+    from trajectory_pipeline.mlx_data import read_manifest
+
+    shared, _ = materialized
+    warehouse = tmp_path / "warehouse"
+    shutil.copytree(shared, warehouse)
+    off = SessionSources(**{f"{source}_root": "" for source in DEFAULT_ROOTS})
+    resources = {"io_manager": ParquetIOManager(base_dir=str(warehouse)), "session_sources": off}
+    data_dir = tmp_path / "mlx"
+    settings = {
+        "mlx_data_dir": str(data_dir),
+        "batch_size": 2,
+        "pad_small_splits": True,
+        "seed": 3,
+        "train_ratio": 0.5,
+        "valid_ratio": 0.25,
+        "test_ratio": 0.25,
+    }
+    result = dg.materialize(
+        ASSETS,
+        selection=["rendered_splits"],
+        partition_key=DAY,
+        resources=resources,
+        run_config={"ops": {"rendered_splits": {"config": settings}}},
+    )
+    manifest = read_manifest(data_dir)  # also re-checks every file's sha256
+    rows = pd.read_parquet(warehouse / "rendered_splits" / f"{DAY}.parquet")
+    assert manifest.counts["train"] == (rows["split"] == "train").sum()
+    assert list(manifest.partitions) == [DAY] and manifest.config["seed"] == 3
+    metadata = result.asset_materializations_for_node("rendered_splits")[0].metadata
+    assert metadata["dataset_hash"].value == manifest.dataset_hash
