@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from trajectory_pipeline import sample_corpus
+from trajectory_pipeline import sample_corpus, tiny_model
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,6 +19,10 @@ def build_parser() -> argparse.ArgumentParser:
         "sample-corpus", help="generate realistic sessions in every supported format"
     )
     sample_corpus.add_arguments(corpus)
+    model = commands.add_parser(
+        "tiny-model", help="build the bundled tiny MLX model (offline, deterministic)"
+    )
+    tiny_model.add_arguments(model)
     demo = commands.add_parser(
         "demo", help="materialize the pipeline on the sample corpus and print a summary"
     )
@@ -33,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "sample-corpus":
         return sample_corpus.run(args)
+    if args.command == "tiny-model":
+        return tiny_model.run(args)
     from trajectory_pipeline.demo import run_demo  # imports dagster: only when asked for
 
     return run_demo(args.corpus, args.data_dir)
