@@ -30,3 +30,7 @@ def start_date() -> str:
 
 
 daily_partitions = dg.DailyPartitionsDefinition(start_date=start_date(), timezone="UTC")
+
+
+# Sunday-to-Sunday weeks: a weekly adapter trains on the days up to the end of its week.
+weekly_partitions = dg.WeeklyPartitionsDefinition(start_date=start_date(), timezone="UTC")
