@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,13 +43,7 @@ from typing import Any
 
 import pandas as pd
 
-from trajectory_pipeline.parquet_io import (
-    FILE_MODE,
-    ensure_private_dir,
-    publish,
-    sweep_stale_temporaries,
-    temporary_sibling,
-)
+from trajectory_pipeline.parquet_io import ensure_private_dir, write_bytes_atomic
 
 SPLITS = ("train", "valid", "test")
 MANIFEST_NAME = "manifest.json"
@@ -115,7 +108,7 @@ def write_mlx_dataset(
     for split in SPLITS:
         body = "".join(record + "\n" for _, _, record in records[split]).encode("utf-8")
         sha256[split] = hashlib.sha256(body).hexdigest()
-        _write_atomic(out_dir / f"{split}.jsonl", body)
+        write_bytes_atomic(out_dir / f"{split}.jsonl", body)
 
     manifest = DatasetManifest(
         path=out_dir,
@@ -130,7 +123,7 @@ def write_mlx_dataset(
         config=config_json,
         partitions=tuple(sorted(set(partitions))),
     )
-    _write_atomic(out_dir / MANIFEST_NAME, _manifest_bytes(manifest))
+    write_bytes_atomic(out_dir / MANIFEST_NAME, _manifest_bytes(manifest))
     return manifest
 
 
@@ -281,15 +274,3 @@ def _file_sha256(path: Path) -> str:
         while chunk := handle.read(1 << 20):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-def _write_atomic(dest: Path, body: bytes) -> None:
-    """Write `body` to `dest` as a private file via a temporary sibling and a rename."""
-    sweep_stale_temporaries(dest)
-    tmp = temporary_sibling(dest)
-    try:
-        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE), "wb") as handle:
-            handle.write(body)
-        publish(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)

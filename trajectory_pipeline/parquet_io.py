@@ -94,6 +94,19 @@ def write_table_atomic(table: pa.Table, dest: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def write_bytes_atomic(dest: Path, body: bytes) -> None:
+    """Write `body` to `dest` as a private file, via a temporary sibling and a rename."""
+    ensure_private_dir(dest.parent)
+    sweep_stale_temporaries(dest)
+    tmp = temporary_sibling(dest)
+    try:
+        with os.fdopen(_open_private(tmp), "wb") as handle:
+            handle.write(body)
+        publish(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def move_atomic(src: Path, dest: Path) -> None:
     """Move a finished file into place; copies first when `src` is on another filesystem.
 

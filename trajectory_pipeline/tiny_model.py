@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import struct
 import sys
 from collections.abc import Iterable, Iterator, Mapping
@@ -33,7 +32,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from trajectory_pipeline.parquet_io import FILE_MODE, ensure_private_dir, publish, temporary_sibling
+from trajectory_pipeline.parquet_io import ensure_private_dir, write_bytes_atomic
 
 ENDOFTEXT, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
 SPECIAL_TOKENS = (ENDOFTEXT, IM_START, IM_END)
@@ -277,16 +276,6 @@ def _json_bytes(value: Mapping[str, Any]) -> bytes:
     return (json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
 
 
-def _write_private(dest: Path, body: bytes) -> None:
-    tmp = temporary_sibling(dest)
-    try:
-        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE), "wb") as handle:
-            handle.write(body)
-        publish(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def build_tiny_model(out_dir: Path, texts: Iterable[str], spec: TinyModelSpec = TinyModelSpec()) -> Path:
     """Write the tiny model directory (see the module doc) to `out_dir` and return it."""
     if out_dir.exists() and not out_dir.is_dir():
@@ -300,10 +289,10 @@ def build_tiny_model(out_dir: Path, texts: Iterable[str], spec: TinyModelSpec = 
     weights = random_weights(config, spec.seed)
 
     ensure_private_dir(out_dir)
-    _write_private(out_dir / "config.json", _json_bytes(config))
-    _write_private(out_dir / "model.safetensors", safetensors_bytes(weights))
-    _write_private(out_dir / "tokenizer.json", (tokenizer.to_str(pretty=True) + "\n").encode())
-    _write_private(out_dir / "tokenizer_config.json", _json_bytes(tokenizer_config(spec)))
+    write_bytes_atomic(out_dir / "config.json", _json_bytes(config))
+    write_bytes_atomic(out_dir / "model.safetensors", safetensors_bytes(weights))
+    write_bytes_atomic(out_dir / "tokenizer.json", (tokenizer.to_str(pretty=True) + "\n").encode())
+    write_bytes_atomic(out_dir / "tokenizer_config.json", _json_bytes(tokenizer_config(spec)))
     return out_dir
 
 
