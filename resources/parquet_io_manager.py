@@ -29,6 +29,10 @@ from pydantic import Field
 
 from trajectory_pipeline.parquet_io import SpooledParquet, move_atomic, write_table_atomic
 
+# Input metadata for a window that may have gaps (days with no sessions, not yet ingested): the
+# stored partitions come as a dict and the missing ones are left out instead of failing the run.
+ALLOW_MISSING = "allow_missing_partitions"
+
 Storable: TypeAlias = pd.DataFrame | pa.Table | SpooledParquet
 
 
@@ -112,7 +116,12 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         keys = list(context.asset_partition_keys) if context.has_asset_partitions else [None]
         paths = {key: self.path_for(asset_key, key) for key in keys}
         absent = [key for key, path in paths.items() if not path.exists()]
-        if absent:
+        if absent and (context.definition_metadata or {}).get(ALLOW_MISSING):
+            paths = {key: path for key, path in paths.items() if key not in absent}
+            context.log.info(
+                f"{asset_key.to_user_string()}: {len(absent)} partition(s) of the window not stored"
+            )
+        elif absent:
             shown = ", ".join(str(key) for key in absent[:5]) + (" ..." if len(absent) > 5 else "")
             raise dg.Failure(
                 f"{asset_key.to_user_string()} has no stored data for partition(s) {shown} under "

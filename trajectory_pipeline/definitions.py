@@ -14,9 +14,12 @@ import os
 import dagster as dg
 
 from assets.decision_points import decision_points
+from assets.lora_adapter import lora_adapter
 from assets.mined_trajectories import mined_trajectories
 from assets.raw_sessions import raw_sessions
 from assets.rendered_splits import rendered_splits
+from resources.adapter_registry import AdapterRegistryResource
+from resources.mlx_trainer import MLXTrainer
 from resources.parquet_io_manager import ParquetIOManager
 from resources.session_sources import SessionSources
 
@@ -29,10 +32,12 @@ daily_ingest_job = dg.define_asset_job(
 )
 
 defs = dg.Definitions(
-    assets=[raw_sessions, mined_trajectories, decision_points, rendered_splits],
+    assets=[raw_sessions, mined_trajectories, decision_points, rendered_splits, lora_adapter],
     jobs=[daily_ingest_job],
     resources={
         "io_manager": ParquetIOManager(base_dir=DATA_DIR),
         "session_sources": SessionSources(),
+        "trainer": MLXTrainer(),
+        "adapter_registry": AdapterRegistryResource(),
     },
 )
