@@ -34,5 +34,10 @@ def test_demo_materializes_every_sample_day_through_the_instance(
     assert total.split()[1:3] == [str(events["session_id"].nunique()), str(len(events))]
     with dg.DagsterInstance.from_config(str(tmp_path / "home")) as instance:
         runs = instance.get_runs()
-        assert [run.job_name for run in runs] == ["daily_ingest_job"] and runs[0].is_success
-        assert instance.get_latest_materialization_event(dg.AssetKey("raw_sessions")) is not None
+        assert len(runs) == 2 and all(run.is_success for run in runs)  # the ingest range, then training
+        assert "daily_ingest_job" in {run.job_name for run in runs}
+        for asset in ("raw_sessions", "rendered_splits", "lora_adapter"):
+            assert instance.get_latest_materialization_event(dg.AssetKey(asset)) is not None
+    assert "Trained lora_adapter for the week of 2026-11-22" in out.stdout
+    assert (tmp_path / "mlx" / "sample-window" / "manifest.json").exists()
+    assert len(list((tmp_path / "artifacts" / "adapters").glob("*/adapter/adapters.safetensors"))) == 1

@@ -14,6 +14,7 @@ import datetime as dt
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,8 +23,20 @@ import pyarrow.parquet as pq
 from trajectory_pipeline.mlx_data import read_manifest
 from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
 from trajectory_pipeline.schema import SOURCES
+from trajectory_pipeline.tiny_model import build_tiny_model, corpus_texts
 
 BATCH_SIZE = 4  # mlx-lm's default; the data directory must hold a batch in every split
+# A short run on the CPU: enough to watch the losses fall, a few minutes on two cores.
+DEMO_TRAINING: dict[str, Any] = {
+    "num_layers": -1,
+    "iters": 8,
+    "batch_size": 2,
+    "val_batches": 2,
+    "steps_per_report": 2,
+    "steps_per_eval": 4,
+    "learning_rate": 1e-3,
+    "max_seq_length": 4096,
+}
 
 
 def _point_sources_at(corpus: Path, data_dir: Path) -> None:
@@ -95,9 +108,52 @@ def run_demo(corpus_dir: str, data_dir: str) -> int:
     manifest = read_manifest(mlx_dir)
     counts = ", ".join(f"{split} {manifest.counts[split]}" for split in ("train", "valid", "test"))
     print(f"\nTraining window {first} .. {last}: {counts} examples")
+    trained = _train_adapter(
+        defs,
+        mlx_dir,
+        warehouse.parent / "tiny-model",
+        warehouse.parent / "artifacts" / "adapters",
+        spec.end_date,
+    )
     print(f"\nTables: {warehouse}   Dagster instance: {home}   Explore: make ui (http://127.0.0.1:3000)")
     print(f"mlx-lm data: {manifest.path}   dataset {manifest.dataset_hash[:16]}")
-    return 0 if result.success and all(ok for _, ok in checks) else 1
+    ok = result.success and trained and all(ok for _, ok in checks)
+    return 0 if ok else 1
+
+
+def _train_adapter(defs: Any, data_dir: Path, model_dir: Path, artifacts: Path, end: dt.date) -> bool:
+    """Train the weekly adapter of the sample window on the bundled tiny model, and show its losses."""
+    import dagster as dg
+
+    from assets.lora_adapter import lora_adapter
+    from assets.rendered_splits import rendered_splits
+    from resources.mlx_trainer import MLXTrainer
+
+    if not model_dir.exists():
+        build_tiny_model(model_dir, corpus_texts([data_dir / "train.jsonl"]))
+        print(f"\nBuilt the tiny model in {model_dir}")
+    week = (end - dt.timedelta(days=(end.weekday() + 1) % 7)).isoformat()  # the Sunday starting its week
+    trainer = MLXTrainer(base_model=str(model_dir), **DEMO_TRAINING)
+    started = time.perf_counter()
+    with dg.DagsterInstance.get() as instance:
+        result = dg.materialize(
+            [rendered_splits.to_source_asset(), lora_adapter],
+            partition_key=week,
+            instance=instance,
+            resources={**defs.resources, "trainer": trainer},
+            run_config={
+                "loggers": {"console": {"config": {"log_level": "INFO"}}},
+                "ops": {"lora_adapter": {"config": {"artifacts_dir": str(artifacts)}}},
+            },
+        )
+    metadata = result.asset_materializations_for_node("lora_adapter")[0].metadata
+    print(f"\nTrained lora_adapter for the week of {week} in {time.perf_counter() - started:.0f}s:")
+    print(metadata["loss_curve"].value)
+    print(
+        f"best val loss {metadata['best_val_loss'].value:.3f}, last {metadata['last_val_loss'].value:.3f}, "
+        f"{metadata['tokens_per_second'].value} tokens/s; adapter {metadata['adapter_path'].value}"
+    )
+    return result.success
 
 
 def _tier_table(warehouse: Path, days: list[str]) -> str:
