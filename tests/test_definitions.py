@@ -44,4 +44,6 @@ def test_instance_config_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
     with dg.DagsterInstance.from_config(str(tmp_path)) as instance:
         assert instance.get_settings("telemetry") == {"enabled": False}
-        assert instance.get_concurrency_config().run_queue_config.max_concurrent_runs == 2
+        concurrency = instance.get_concurrency_config()
+        assert concurrency.run_queue_config.max_concurrent_runs == 2
+        assert concurrency.pool_config.default_pool_limit == 1  # one mlx training at a time
