@@ -121,3 +121,8 @@ def test_losses_reach_the_log_and_the_metadata(
 def test_a_bad_base_model_is_a_clear_failure(tmp_path: Path) -> None:
     with pytest.raises(dg.Failure, match=r"config\.json"):
         MLXTrainer(base_model=str(tmp_path / "nowhere")).check()
+
+
+def test_training_runs_in_its_own_concurrency_pool() -> None:
+    # dagster.yaml gives every pool one slot: two trainings never share the CPU (or a Mac's GPU).
+    assert lora_adapter.op.pool == "mlx_training"
