@@ -84,7 +84,7 @@ def lora_adapter(
         )
     registry = adapter_registry.registry()
     base = trainer.check()
-    identifier = adapter_id(context.partition_key, context.run_id)
+    identifier = adapter_id(context.partition_key, context.run.run_id)
     folder = Path(config.artifacts_dir).expanduser() / identifier
     try:
         manifest = write_window(
