@@ -5,6 +5,7 @@ import json
 import shutil
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pandas as pd
@@ -37,6 +38,29 @@ def materialized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dg.Exe
     }
     result = dg.materialize(ASSETS, partition_key=DAY, resources=resources)
     return warehouse, result
+
+
+@pytest.fixture
+def warehouse(materialized: tuple[Path, dg.ExecuteInProcessResult], tmp_path: Path) -> Path:
+    """A private copy of the materialized warehouse, for tests that materialize again."""
+    copy = tmp_path / "warehouse"
+    shutil.copytree(materialized[0], copy)
+    return copy
+
+
+def rerun(
+    warehouse: Path, asset: str, run_config: dict[str, Any], raise_on_error: bool = True
+) -> dg.ExecuteInProcessResult:
+    """Materialize one asset of DAY again, from the stored upstream partitions, with `run_config`."""
+    off = SessionSources(**{f"{source}_root": "" for source in DEFAULT_ROOTS})
+    return dg.materialize(
+        ASSETS,
+        selection=[asset],
+        partition_key=DAY,
+        resources={"io_manager": ParquetIOManager(base_dir=str(warehouse)), "session_sources": off},
+        run_config=run_config,
+        raise_on_error=raise_on_error,
+    )
 
 
 def test_mined_trajectories_are_the_core_mining_of_the_stored_day(
@@ -103,28 +127,18 @@ def test_rendered_splits_keep_each_session_in_one_split(
     assert metadata["rows"].value == len(rows)
 
 
-def test_a_holdout_session_never_reaches_train_or_valid(
-    materialized: tuple[Path, dg.ExecuteInProcessResult], tmp_path: Path
-) -> None:
-    shared, _ = materialized
-    warehouse = tmp_path / "warehouse"
-    shutil.copytree(shared, warehouse)
+def test_a_holdout_session_never_reaches_train_or_valid(warehouse: Path, tmp_path: Path) -> None:
     rows = pd.read_parquet(warehouse / "rendered_splits" / f"{DAY}.parquet")
     held = rows[rows["split"] == "train"]["session_id"].iloc[0]
     holdout = tmp_path / "holdout.txt"
     holdout.write_text(f"# sessions we evaluate on\n{held}\n")
     config = {"ops": {"rendered_splits": {"config": {"holdout_path": str(holdout)}}}}
-    off = SessionSources(**{f"{source}_root": "" for source in DEFAULT_ROOTS})
-    resources = {"io_manager": ParquetIOManager(base_dir=str(warehouse)), "session_sources": off}
-    result = dg.materialize(
-        ASSETS, selection=["rendered_splits"], partition_key=DAY, resources=resources, run_config=config
-    )
-    assert result.success
+    assert rerun(warehouse, "rendered_splits", config).success
     again = pd.read_parquet(warehouse / "rendered_splits" / f"{DAY}.parquet")
     assert set(again[again["session_id"] == held]["split"]) == {"test"}
 
 
-def test_a_failing_audit_names_the_numbers(tmp_path: Path) -> None:
+def test_a_failing_audit_names_the_numbers() -> None:
     from assets.mined_trajectories import MinedTrajectoriesConfig, audits
 
     attempts = pd.DataFrame(
@@ -159,38 +173,17 @@ def test_failing_decision_audits_name_the_numbers() -> None:
     assert results["targets_have_required_arguments"].metadata["share"].value == 0.3
 
 
-def test_a_bad_decision_config_is_a_clear_failure(
-    materialized: tuple[Path, dg.ExecuteInProcessResult], tmp_path: Path
-) -> None:
-    shared, _ = materialized
-    warehouse = tmp_path / "warehouse"
-    shutil.copytree(shared, warehouse)
-    off = SessionSources(**{f"{source}_root": "" for source in DEFAULT_ROOTS})
-    resources = {"io_manager": ParquetIOManager(base_dir=str(warehouse)), "session_sources": off}
+def test_a_bad_decision_config_is_a_clear_failure(warehouse: Path) -> None:
     config = {"ops": {"decision_points": {"config": {"included_tiers": ["platinum"]}}}}
-    result = dg.materialize(
-        ASSETS,
-        selection=["decision_points"],
-        partition_key=DAY,
-        resources=resources,
-        run_config=config,
-        raise_on_error=False,
-    )
+    result = rerun(warehouse, "decision_points", config, raise_on_error=False)
     failure = result.failure_data_for_node("decision_points")
     assert failure is not None and "included_tiers" in failure.error.message
     assert "platinum" in failure.error.message
 
 
-def test_rendered_splits_can_write_the_mlx_data_directory(
-    materialized: tuple[Path, dg.ExecuteInProcessResult], tmp_path: Path
-) -> None:
+def test_rendered_splits_can_write_the_mlx_data_directory(warehouse: Path, tmp_path: Path) -> None:
     from trajectory_pipeline.mlx_data import read_manifest
 
-    shared, _ = materialized
-    warehouse = tmp_path / "warehouse"
-    shutil.copytree(shared, warehouse)
-    off = SessionSources(**{f"{source}_root": "" for source in DEFAULT_ROOTS})
-    resources = {"io_manager": ParquetIOManager(base_dir=str(warehouse)), "session_sources": off}
     data_dir = tmp_path / "mlx"
     settings = {
         "mlx_data_dir": str(data_dir),
@@ -201,13 +194,7 @@ def test_rendered_splits_can_write_the_mlx_data_directory(
         "valid_ratio": 0.25,
         "test_ratio": 0.25,
     }
-    result = dg.materialize(
-        ASSETS,
-        selection=["rendered_splits"],
-        partition_key=DAY,
-        resources=resources,
-        run_config={"ops": {"rendered_splits": {"config": settings}}},
-    )
+    result = rerun(warehouse, "rendered_splits", {"ops": {"rendered_splits": {"config": settings}}})
     manifest = read_manifest(data_dir)  # also re-checks every file's sha256
     rows = pd.read_parquet(warehouse / "rendered_splits" / f"{DAY}.parquet")
     assert manifest.counts["train"] == (rows["split"] == "train").sum()
