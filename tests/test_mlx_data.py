@@ -23,22 +23,11 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from tests.conftest import TOOL_SPECS, TOOLS
 from trajectory_pipeline.mlx_data import SplitTooSmallError, read_manifest, write_mlx_dataset
 
 SPLITS = ("train", "valid", "test")
 FORMATS = ("tools", "chat", "completions")
-TOOLS = ("read_file", "run_shell", "edit_file")
-TOOL_SPECS = [
-    {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": f"{name} tool",
-            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
-        },
-    }
-    for name in TOOLS
-]
 
 
 def _canonical(value: object) -> str:

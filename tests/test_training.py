@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from tests.conftest import TOOL_SPECS, TOOLS
 from trajectory_pipeline.mlx_data import write_mlx_dataset
 from trajectory_pipeline.tiny_model import TinyModelSpec, build_tiny_model, corpus_texts
 from trajectory_pipeline.training import (
@@ -32,18 +33,6 @@ from trajectory_pipeline.training import (
     train_adapter,
 )
 
-TOOLS = ("read_file", "run_shell", "edit_file")
-TOOL_SPECS = [
-    {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": f"{name} tool",
-            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
-        },
-    }
-    for name in TOOLS
-]
 # Small enough for seconds on a CPU, long enough to see losses move and several evaluations.
 FAST = TrainConfig(
     num_layers=-1,
