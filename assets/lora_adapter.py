@@ -11,7 +11,6 @@ Its Parquet output is a one-row manifest; the weights live under
 """
 
 import datetime as dt
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -21,10 +20,9 @@ import pandas as pd
 from pydantic import Field
 
 from assets.metadata import as_table
-from assets.partitions import weekly_partitions
+from assets.partitions import WINDOW_WEEKS, rendered_window, weekly_partitions
 from resources.adapter_registry import AdapterRegistryResource
 from resources.mlx_trainer import MLXTrainer
-from resources.parquet_io_manager import ALLOW_MISSING
 from trajectory_pipeline.adapters import (
     ADAPTER_MANIFEST_SCHEMA,
     adapter_id,
@@ -35,10 +33,6 @@ from trajectory_pipeline.adapters import (
 from trajectory_pipeline.mlx_data import SplitTooSmallError
 from trajectory_pipeline.registry import AdapterRecord
 from trajectory_pipeline.training_data import LeakageError, write_window
-
-# Weeks of daily rendered_splits a weekly adapter trains on, up to the end of its week. Part of
-# the asset graph (a partition mapping), so it is read from the environment when definitions load.
-WINDOW_WEEKS = int(os.environ.get("TRAJECTORY_WINDOW_WEEKS", "12"))
 
 
 class LoraAdapterConfig(dg.Config):
@@ -51,6 +45,11 @@ class LoraAdapterConfig(dg.Config):
     resume: bool = Field(
         default=False, description="Start from the promoted (else latest candidate) adapter of the registry."
     )
+    retrain_on_failures: bool = Field(
+        default=False,
+        description="Add the training decisions the last evaluated adapter failed (seen-exact lane) again.",
+    )
+    failure_repeats: int = Field(default=2, description="Times each failed training decision is added.")
 
 
 @dg.asset(
@@ -58,14 +57,7 @@ class LoraAdapterConfig(dg.Config):
     group_name="training",
     compute_kind="mlx",
     pool="mlx_training",
-    ins={
-        "rendered_splits": dg.AssetIn(
-            partition_mapping=dg.TimeWindowPartitionMapping(
-                start_offset=1 - WINDOW_WEEKS, allow_nonexistent_upstream_partitions=True
-            ),
-            metadata={ALLOW_MISSING: True},
-        )
-    },
+    ins={"rendered_splits": rendered_window()},
 )
 def lora_adapter(
     context: dg.AssetExecutionContext,
@@ -86,6 +78,7 @@ def lora_adapter(
     base = trainer.check()
     identifier = adapter_id(context.partition_key, context.run.run_id)
     folder = Path(config.artifacts_dir).expanduser() / identifier
+    failures = _last_failures(registry, str(base)) if config.retrain_on_failures else ()
     try:
         manifest = write_window(
             rows,
@@ -94,8 +87,10 @@ def lora_adapter(
             pad_small_splits=config.pad_small_splits,
             config={"window_weeks": WINDOW_WEEKS},
             partitions=days,
+            failures=failures,
+            failure_repeats=config.failure_repeats,
         )
-    except (LeakageError, SplitTooSmallError) as err:
+    except (LeakageError, SplitTooSmallError, ValueError) as err:
         raise dg.Failure(f"training refused: {err}") from None
     parent = _resume_source(registry, str(base)) if config.resume else None
     record = AdapterRecord(
@@ -151,6 +146,14 @@ def lora_adapter(
 
 def _resume_source(registry: Any, base_model: str) -> AdapterRecord | None:
     return registry.promoted(base_model) or registry.latest(status="candidate", base_model=base_model)
+
+
+def _last_failures(registry: Any, base_model: str) -> tuple[str, ...]:
+    """The seen-exact failures of the most recently evaluated adapter of this base model."""
+    for record in registry.list():
+        if record.base_model == base_model and record.eval_summary is not None:
+            return tuple(record.eval_summary.get("failing_seen_exact", ()))
+    return ()
 
 
 def _metadata(result: Any, dataset_hash: str, folder: Path, seconds: float) -> dict[str, Any]:

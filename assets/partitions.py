@@ -13,6 +13,8 @@ import os
 
 import dagster as dg
 
+from resources.parquet_io_manager import ALLOW_MISSING
+
 DEFAULT_START_DATE = "2025-01-01"
 
 
@@ -34,3 +36,19 @@ daily_partitions = dg.DailyPartitionsDefinition(start_date=start_date(), timezon
 
 # Sunday-to-Sunday weeks: a weekly adapter trains on the days up to the end of its week.
 weekly_partitions = dg.WeeklyPartitionsDefinition(start_date=start_date(), timezone="UTC")
+
+# Weeks of daily rendered_splits a weekly adapter trains on (and its replay eval replays), up to
+# the end of its week. Part of the asset graph, so read from the environment when definitions load.
+WINDOW_WEEKS = int(os.environ.get("TRAJECTORY_WINDOW_WEEKS", "12"))
+
+
+def rendered_window() -> dg.AssetIn:
+    """A weekly asset's input: the daily rendered_splits of its window; days never ingested are
+    left out (the IO manager's allow-missing metadata), not an error."""
+    return dg.AssetIn(
+        key="rendered_splits",
+        partition_mapping=dg.TimeWindowPartitionMapping(
+            start_offset=1 - WINDOW_WEEKS, allow_nonexistent_upstream_partitions=True
+        ),
+        metadata={ALLOW_MISSING: True},
+    )

@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from sections import write_section  # bench/sections.py, beside this script
+
 from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
 
 END = dt.date(2026, 11, 22)
@@ -152,7 +154,7 @@ def main() -> int:
     ]
     text = "\n".join(report)
     print(text)
-    args.results.write_text(text + "\n")
+    write_section(args.results, "bench_ingest", text)
     return 0
 
 

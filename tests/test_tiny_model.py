@@ -104,7 +104,9 @@ def test_chat_template_renders_tools_calls_and_results(tiny: Path, tool_argument
     record = _records(tool_arguments)[0]
     text = tokenizer.apply_chat_template(record["messages"], tools=record["tools"], tokenize=False)
     assert text.startswith("<|im_start|>system\nYou are a coding agent.\n\n# Tools\n")
-    assert json.dumps(record["tools"][0]) in text
+    function = record["tools"][0]["function"]
+    signature = f"{function['name']}({', '.join(function['parameters']['properties'])})"
+    assert f"<tools>\n{signature}\n" in text  # one line per tool, not its JSON schema
     assert (
         "<|im_start|>user\n<tool_response>\ndef add(a, b):\n    return a - b\n\n</tool_response><|im_end|>\n"
         in text

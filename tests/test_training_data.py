@@ -60,3 +60,19 @@ def test_a_leaking_window_is_refused_and_names_the_session(tmp_path: Path) -> No
 def test_holdout_sessions_in_training_are_refused(tmp_path: Path) -> None:
     with pytest.raises(LeakageError):
         write_window(window(*BASE), tmp_path / "data", batch_size=1, holdout=frozenset({"s2"}))
+
+
+def test_failures_are_repeated_as_a_labelled_train_slice(tmp_path: Path) -> None:
+    manifest = write_window(
+        window(*BASE), tmp_path / "data", batch_size=1, failures=["d02", "gone"], failure_repeats=3
+    )
+    assert manifest.counts["train"] == 2 + 3
+    assert len((tmp_path / "data" / "train.jsonl").read_text().splitlines()) == 5
+    recorded = read_manifest(tmp_path / "data").config["failure_slice"]
+    assert recorded == {"decision_ids": ["d02"], "repeats": 3, "rows": 3}
+
+
+@pytest.mark.parametrize("split_row", ["d03", "d04"])
+def test_a_failure_slice_never_repeats_valid_or_test_rows(tmp_path: Path, split_row: str) -> None:
+    with pytest.raises(ValueError, match=f"only train rows.*{split_row}"):
+        write_window(window(*BASE), tmp_path / "data", batch_size=1, failures=[split_row])

@@ -378,8 +378,11 @@ class AdapterRegistry:
             row = session.scalars(query).first()
             return None if row is None else _to_record(row)
 
-    def promote(self, adapter_id: str) -> AdapterRecord:
-        """Make this adapter the promoted one for its base model; the previous one returns to candidate."""
+    def promote(self, adapter_id: str, eval_summary: dict[str, Any] | None = None) -> AdapterRecord:
+        """Make this adapter the promoted one for its base model; the previous one returns to candidate.
+
+        `eval_summary`, when given, is stored in the same transaction: a promotion never lacks the
+        evaluation it rests on."""
         with self._session() as session, session.begin():
             row = self._row(session, adapter_id, lock=True)
             if row.status in ("training", "failed"):
@@ -388,6 +391,8 @@ class AdapterRegistry:
                     "(candidate or rejected) can be promoted"
                 )
             if row.status == "promoted":
+                if eval_summary is not None:
+                    _copy_into(row, dataclasses.replace(_to_record(row), eval_summary=eval_summary))
                 return _to_record(row)
             previous = session.scalars(
                 sa.select(AdapterRow)
@@ -398,6 +403,8 @@ class AdapterRegistry:
                 other.status = "candidate"
             row.status = "promoted"
             row.promoted_at = datetime.now(UTC)
+            if eval_summary is not None:
+                _copy_into(row, dataclasses.replace(_to_record(row), eval_summary=eval_summary))
             return _to_record(row)
 
     def list(self, limit: int = 100) -> list[AdapterRecord]:

@@ -86,6 +86,8 @@ OUTPUT_COLUMNS = (
     "quality",
     "target_name",
     "action_class",
+    "family_id",  # carried for the replay eval's lanes; optional in the input
+    "decisive",
     "split",
     "format",
     "record",
@@ -401,7 +403,7 @@ def select(
 
     if not fitted:
         return _empty_output(), counts
-    frame = pd.DataFrame([{name: row[name] for name in OUTPUT_COLUMNS} for row in fitted])
+    frame = pd.DataFrame([{name: row.get(name) for name in OUTPUT_COLUMNS} for row in fitted])
     frame["quality"] = frame["quality"].astype("float64")
     frame["chars"] = frame["chars"].astype("int64")
     frame["tokens"] = frame["tokens"].astype("Int64")

@@ -2,8 +2,9 @@
 
 Real weights cannot be downloaded here, so tests and the demo use this instead: a few transformer
 layers with random weights (from `mx.random` with a fixed seed), a byte-level BPE tokenizer trained
-on the corpus's own texts, and a ChatML chat template in Qwen2.5's style that renders `tools` and
-tool calls (so `mlx_lm.tuner.datasets.ChatDataset` reads our `tools` records unchanged):
+on the corpus's own texts, and a ChatML chat template in Qwen2.5's style that renders `tools` (as
+one-line signatures) and tool calls (so `mlx_lm.tuner.datasets.ChatDataset` reads our `tools`
+records unchanged):
 
     python -m trajectory_pipeline.tiny_model --out models/tiny --data data/mlx/2024-05-01_2024-05-07
 
@@ -40,16 +41,26 @@ SPECIAL_TOKENS = (ENDOFTEXT, IM_START, IM_END)
 TAG_TOKENS = ("<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>")
 BYTE_ALPHABET = 256
 FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
+PRETRAINING_RECORD = "pretraining.json"  # written by tiny_base.learn_base over these random weights
 SPLIT_FILES = ("train.jsonl",)  # a data directory's held-out splits never shape the tokenizer
 
 # ChatML as Qwen2.5 writes it, without its default system prompt. `arguments` may be a JSON string
-# (OpenAI's form, written as is) or an object (written with tojson).
+# (OpenAI's form, written as is) or an object (written with tojson). Unlike Qwen2.5, each tool is a
+# one-line signature, `read_file(file_path, limit, offset)`, not its JSON schema: on the CPU the
+# schemas of the whole vocabulary would be most of every record's tokens (about 900 of 1,500).
 CHAT_TEMPLATE = r"""{%- if tools %}
 {{- '<|im_start|>system\n' }}
 {%- if messages[0].role == 'system' %}{{- messages[0].content + '\n\n' }}{%- endif %}
 {{- '# Tools\n\nYou may call one or more functions to assist with the user query.\n\n'
     ~ 'You are provided with function signatures within <tools></tools> XML tags:\n<tools>' }}
-{%- for tool in tools %}{{- '\n' + (tool | tojson) }}{%- endfor %}
+{%- for tool in tools %}
+{%- set fn = tool.function if tool.function is defined else tool %}
+{{- '\n' + fn.name + '(' }}
+{%- if fn.parameters is defined and fn.parameters.properties is defined %}
+{{- fn.parameters.properties | list | join(', ') }}
+{%- endif %}
+{{- ')' }}
+{%- endfor %}
 {{- '\n</tools>\n\nFor each function call, return a json object with function name and arguments '
     ~ 'within <tool_call></tool_call> XML tags:\n<tool_call>\n'
     ~ '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call><|im_end|>\n' }}
@@ -290,6 +301,7 @@ def build_tiny_model(out_dir: Path, texts: Iterable[str], spec: TinyModelSpec = 
 
     ensure_private_dir(out_dir)
     write_bytes_atomic(out_dir / "config.json", _json_bytes(config))
+    (out_dir / PRETRAINING_RECORD).unlink(missing_ok=True)  # the weights are random again
     write_bytes_atomic(out_dir / "model.safetensors", safetensors_bytes(weights))
     write_bytes_atomic(out_dir / "tokenizer.json", (tokenizer.to_str(pretty=True) + "\n").encode())
     write_bytes_atomic(out_dir / "tokenizer_config.json", _json_bytes(tokenizer_config(spec)))

@@ -23,9 +23,12 @@ What `adapter_dir` holds afterwards:
   evaluation that stopped it early);
 - `NNNNNNN_adapters.safetensors`: mlx-lm's own checkpoints every `save_every` iterations.
 
-Validation timing follows mlx-lm: it evaluates before step 1 (iteration 0: the base or resumed
-weights), after every `steps_per_eval` steps and before the last step; here the final weights are
-evaluated once more, so `last_val_loss` describes `adapters.last.safetensors` exactly.
+Validation scores the same examples every time: `val_batches` batches' worth of a fixed sample
+(every k-th example of valid.jsonl), not mlx-lm's subset redrawn at each evaluation, so the best
+checkpoint is chosen on comparable losses. Validation timing follows mlx-lm: it evaluates before
+step 1 (iteration 0: the base or resumed weights), after every `steps_per_eval` steps and before
+the last step; here the final weights are evaluated once more, so `last_val_loss` describes
+`adapters.last.safetensors` exactly.
 
 Early stopping: mlx-lm's loop has no stop hook, so the callback raises a private exception after
 `early_stopping_patience` evaluations without improvement and `train_adapter` catches it; the loop
@@ -237,11 +240,12 @@ def train_adapter(
     def save(path: Path) -> None:
         mx.save_safetensors(str(path), dict(tree_flatten(model.trainable_parameters())))
 
+    valid_data, val_batches = _fixed_validation(valid_set, config)
     callback = _Recorder(config.early_stopping_patience, lambda: save(adapter_dir / BEST_FILE), on_report)
     training_args = TrainingArgs(
         batch_size=config.batch_size,
         iters=config.iters,
-        val_batches=config.val_batches,
+        val_batches=val_batches,
         steps_per_report=config.steps_per_report,
         steps_per_eval=config.steps_per_eval,
         steps_per_save=config.save_every,
@@ -250,7 +254,7 @@ def train_adapter(
         grad_checkpoint=config.grad_checkpoint,
         grad_accumulation_steps=config.grad_accumulation_steps,
     )
-    valid = CacheDataset(valid_set)
+    valid = CacheDataset(valid_data)
     mx.reset_peak_memory()
     stopped_early = False
     try:
@@ -273,7 +277,7 @@ def train_adapter(
             model=model,
             dataset=valid,
             batch_size=config.batch_size,
-            num_batches=config.val_batches,
+            num_batches=val_batches,
             max_seq_length=config.max_seq_length,
         )
         callback.on_val_loss_report({"iteration": iterations, "val_loss": val_loss, "final": True})
@@ -396,6 +400,33 @@ def _check_split_sizes(data_dir: Path, train_size: int, valid_size: int, batch_s
             f"{data_dir}: every split must hold at least batch_size={batch_size} examples, but {listing}; "
             "lower batch_size or widen the data window"
         )
+
+
+class _FixedSample:
+    """Every k-th example of a dataset (mlx-lm's dataset interface), the same at every evaluation."""
+
+    def __init__(self, data: Any, size: int) -> None:
+        self._data = data
+        self._indices = [index * len(data) // size for index in range(size)]
+
+    def __len__(self) -> int:
+        return len(self._indices)
+
+    def __getitem__(self, index: int) -> Any:
+        return self._data[self._indices[index]]
+
+    def process(self, item: Any) -> Any:
+        return self._data.process(item)
+
+
+def _fixed_validation(valid_set: Any, config: TrainConfig) -> tuple[Any, int]:
+    """The validation data and batch count to give mlx-lm. Its `val_batches` subset is drawn anew at
+    each evaluation (the global NumPy state), so two validation losses would score different
+    examples; a fixed sample of the same size, evaluated whole, makes them comparable."""
+    size = config.val_batches * config.batch_size
+    if config.val_batches == -1 or size >= len(valid_set):
+        return valid_set, config.val_batches
+    return _FixedSample(valid_set, size), -1
 
 
 def _prepare_model(model: Any, config: TrainConfig) -> None:

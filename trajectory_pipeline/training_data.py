@@ -32,6 +32,8 @@ RENDERED_SCHEMA = pa.schema(
         ("quality", pa.float64()),
         ("target_name", pa.string()),
         ("action_class", pa.string()),
+        ("family_id", pa.string()),  # workflow family, for the replay eval's seen-variant lane
+        ("decisive", pa.bool_()),
         ("split", pa.string()),
         ("format", pa.string()),
         ("record", pa.large_string()),  # canonical JSON of the mlx-lm record
@@ -76,13 +78,28 @@ def write_window(
     holdout: frozenset[str] = frozenset(),
     config: Mapping[str, Any] | None = None,
     partitions: Sequence[str] = (),
+    failures: Sequence[str] = (),
+    failure_repeats: int = 2,
 ) -> DatasetManifest:
-    """Write the mlx-lm data directory of a window of rendered days; raises LeakageError on a leak."""
+    """Write the mlx-lm data directory of a window of rendered days; raises LeakageError on a leak.
+
+    `failures` (decision ids a previous adapter got wrong in the seen-exact lane) adds a labelled
+    slice to train.jsonl: each such training row again `failure_repeats` times, with ids
+    `<decision_id>~failure-<n>`. Only train-split rows qualify; the manifest's config records it.
+    """
     kept, duplicates = dedupe_across_days(rows)
     report = check_leakage(kept, holdout)
     if not report.passed:
         raise LeakageError(report.message())
     settings = {**(config or {}), "dropped_duplicates_across_days": duplicates}
+    if failures:
+        slice_rows = failure_slice(kept, failures, failure_repeats)
+        settings["failure_slice"] = {
+            "decision_ids": sorted(set(slice_rows["decision_id"].str.split("~").str[0])),
+            "repeats": failure_repeats,
+            "rows": len(slice_rows),
+        }
+        kept = pd.concat([kept, slice_rows], ignore_index=True)
     return write_mlx_dataset(
         kept,
         out_dir,
@@ -91,3 +108,17 @@ def write_window(
         config=settings,
         partitions=partitions,
     )
+
+
+def failure_slice(rows: pd.DataFrame, failures: Sequence[str], repeats: int) -> pd.DataFrame:
+    """The train rows among `failures`, each `repeats` times under a labelled id; never a test row."""
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"failure_repeats must be a positive integer, got {repeats!r}")
+    wanted = rows[rows["decision_id"].isin(set(failures))]
+    held_out = sorted(wanted.loc[wanted["split"] != "train", "decision_id"])
+    if held_out:
+        raise ValueError(f"a failure slice may repeat only train rows; these are not: {held_out[:10]}")
+    copies = [
+        wanted.assign(decision_id=wanted["decision_id"] + f"~failure-{n}") for n in range(1, repeats + 1)
+    ]
+    return pd.concat(copies, ignore_index=True) if copies else wanted

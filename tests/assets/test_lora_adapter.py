@@ -1,30 +1,21 @@
 """lora_adapter materialized for real: a weekly partition trained with mlx-lm on the tiny model."""
 
-import datetime as dt
+import json
+import re
+import shutil
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pandas as pd
 import pytest
 
-from assets.decision_points import decision_points
-from assets.lora_adapter import lora_adapter
-from assets.mined_trajectories import mined_trajectories
-from assets.raw_sessions import raw_sessions
+from assets.lora_adapter import _resume_source, lora_adapter
 from assets.rendered_splits import rendered_splits
 from resources.adapter_registry import AdapterRegistryResource
 from resources.mlx_trainer import MLXTrainer
 from resources.parquet_io_manager import ParquetIOManager
-from resources.session_sources import DEFAULT_ROOTS, SessionSources
-from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
-from trajectory_pipeline.tiny_model import TinyModelSpec, build_tiny_model
-
-SPEC = CorpusSpec(days=2, end_date=dt.date(2026, 11, 22), sessions_per_day=3, seed=5)
-WEEK = "2026-11-22"  # the week starting Sunday 2026-11-22; its window holds both sample days
-RANGE = {
-    "dagster/asset_partition_range_start": "2026-11-21",
-    "dagster/asset_partition_range_end": "2026-11-22",
-}
+from tests.assets.sample_window import WEEK, ingest_sample_window
 
 
 @pytest.fixture(scope="module")
@@ -32,27 +23,17 @@ def trained(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> tuple[Path, dg.ExecuteInProcessResult, dg.DagsterInstance]:
     base = tmp_path_factory.mktemp("lora")
-    generate_corpus(base / "corpus", SPEC)
-    roots = {f"{source}_root": str(base / "corpus" / sub) for source, sub in SOURCE_FOLDERS.items()}
-    off = {f"{source}_root": "" for source in DEFAULT_ROOTS if source not in SOURCE_FOLDERS}
-    io_manager = ParquetIOManager(base_dir=str(base / "warehouse"))
-    daily = [raw_sessions, mined_trajectories, decision_points, rendered_splits]
-    short = {"ops": {"rendered_splits": {"config": {"max_length": 6000}}}}  # short records: seconds to train
-    ingest = dg.materialize(
-        daily,
-        tags=RANGE,
-        run_config=short,
-        resources={"io_manager": io_manager, "session_sources": SessionSources(**roots, **off)},
-    )
-    assert ingest.success
-    texts = [
-        record
-        for path in sorted((base / "warehouse" / "rendered_splits").glob("*.parquet"))
-        for record in pd.read_parquet(path)["record"]
-    ]
-    build_tiny_model(base / "model", texts, TinyModelSpec(vocab_size=512))
+    ingest_sample_window(base, sessions_per_day=3, seed=5)
+    instance = dg.DagsterInstance.ephemeral()
+    return base, train_week(base, base / "model", instance), instance
+
+
+def train_week(
+    root: Path, model: Path, instance: dg.DagsterInstance, **config: Any
+) -> dg.ExecuteInProcessResult:
+    """Materialize lora_adapter for WEEK from root/warehouse; its registry and artifacts live under root."""
     trainer = MLXTrainer(
-        base_model=str(base / "model"),
+        base_model=str(model),
         num_layers=-1,
         iters=3,
         batch_size=1,
@@ -62,25 +43,23 @@ def trained(
         learning_rate=1e-3,
         max_seq_length=4096,
     )
-    instance = dg.DagsterInstance.ephemeral()
-    result = dg.materialize(
+    return dg.materialize(
         [rendered_splits.to_source_asset(), lora_adapter],
         partition_key=WEEK,
         instance=instance,
         run_config={
             "ops": {
                 "lora_adapter": {
-                    "config": {"artifacts_dir": str(base / "artifacts"), "pad_small_splits": True}
+                    "config": {"artifacts_dir": str(root / "artifacts"), "pad_small_splits": True, **config}
                 }
             }
         },
         resources={
-            "io_manager": io_manager,
+            "io_manager": ParquetIOManager(base_dir=str(root / "warehouse")),
             "trainer": trainer,
-            "adapter_registry": AdapterRegistryResource(url=f"sqlite:///{base / 'adapters.sqlite'}"),
+            "adapter_registry": AdapterRegistryResource(url=f"sqlite:///{root / 'adapters.sqlite'}"),
         },
     )
-    return base, result, instance
 
 
 @pytest.mark.slow
@@ -116,6 +95,45 @@ def test_losses_reach_the_log_and_the_metadata(
     metadata = result.asset_materializations_for_node("lora_adapter")[0].metadata
     assert "train_loss" in metadata["losses"].value and "validation loss" in metadata["loss_curve"].value
     assert metadata["tokens_per_second"].value > 0
+
+
+def keep_one_valid_row(warehouse: Path) -> None:
+    """Cut the stored valid split to its shortest row, so every evaluation scores the same example
+    (mlx-lm draws other batches of a larger split at each evaluation) and scores it quickly."""
+    days = {path: pd.read_parquet(path) for path in (warehouse / "rendered_splits").glob("*.parquet")}
+    valid = pd.concat(days.values()).query("split == 'valid'")
+    keep = valid.sort_values("chars")["decision_id"].iloc[0]
+    for path, rows in days.items():
+        rows[(rows["split"] != "valid") | (rows["decision_id"] == keep)].to_parquet(path, index=False)
+
+
+@pytest.mark.slow
+def test_resume_starts_from_the_latest_candidate_unless_one_is_promoted(
+    trained: tuple[Path, dg.ExecuteInProcessResult, dg.DagsterInstance], tmp_path: Path
+) -> None:
+    base, _, _ = trained
+    shutil.copytree(base / "warehouse", tmp_path / "warehouse")
+    keep_one_valid_row(tmp_path / "warehouse")
+    instance = dg.DagsterInstance.ephemeral()
+
+    fresh = train_week(tmp_path, base / "model", instance)
+    resumed = train_week(tmp_path, base / "model", instance, resume=True)
+
+    assert fresh.success and resumed.success
+    registry = AdapterRegistryResource(url=f"sqlite:///{tmp_path / 'adapters.sqlite'}").registry()
+    second, first = registry.list()  # newest first
+    assert second.parent_adapter_id == first.adapter_id  # the latest candidate: none is promoted
+    settings = json.loads((Path(second.artifact_path) / "adapter_config.json").read_text())
+    assert settings["resume_adapter_file"] == str(Path(first.artifact_path) / "adapters.safetensors")
+    # It starts where the first ended: its iteration 0 scores the first run's chosen (best) weights.
+    assert fresh.asset_materializations_for_node("lora_adapter")[0].metadata["chosen"].value == "best"
+    logged = "\n".join(entry.user_message for entry in instance.all_logs(resumed.run_id))
+    start = re.search(r"iteration 0, val loss ([\d.]+)", logged)
+    assert start is not None and float(start[1]) == pytest.approx(first.best_val_loss, abs=1e-3)
+    # A promoted adapter is resumed before a newer candidate.
+    assert _resume_source(registry, first.base_model).adapter_id == second.adapter_id
+    registry.promote(first.adapter_id)
+    assert _resume_source(registry, first.base_model).adapter_id == first.adapter_id
 
 
 def test_a_bad_base_model_is_a_clear_failure(tmp_path: Path) -> None:

@@ -1,0 +1,48 @@
+"""The weekly assets' shared starting point: a small sample corpus ingested through every daily asset
+into `root/warehouse`, and a tiny model whose tokenizer was trained on its rendered records."""
+
+import datetime as dt
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+
+from assets.decision_points import decision_points
+from assets.mined_trajectories import mined_trajectories
+from assets.raw_sessions import raw_sessions
+from assets.rendered_splits import rendered_splits
+from resources.parquet_io_manager import ParquetIOManager
+from resources.session_sources import DEFAULT_ROOTS, SessionSources
+from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
+from trajectory_pipeline.tiny_model import TinyModelSpec, build_tiny_model
+
+WEEK = "2026-11-22"  # the week starting Sunday 2026-11-22; its window holds both sample days
+RANGE = {
+    "dagster/asset_partition_range_start": "2026-11-21",
+    "dagster/asset_partition_range_end": "2026-11-22",
+}
+
+
+def ingest_sample_window(root: Path, sessions_per_day: int, seed: int) -> Path:
+    """Two sample days (2026-11-21 and 22) ingested through rendered_splits; returns the tiny model."""
+    spec = CorpusSpec(days=2, end_date=dt.date(2026, 11, 22), sessions_per_day=sessions_per_day, seed=seed)
+    generate_corpus(root / "corpus", spec)
+    roots = {f"{source}_root": str(root / "corpus" / sub) for source, sub in SOURCE_FOLDERS.items()}
+    off = {f"{source}_root": "" for source in DEFAULT_ROOTS if source not in SOURCE_FOLDERS}
+    ingest = dg.materialize(
+        [raw_sessions, mined_trajectories, decision_points, rendered_splits],
+        tags=RANGE,
+        # Short records: seconds to train.
+        run_config={"ops": {"rendered_splits": {"config": {"max_length": 6000}}}},
+        resources={
+            "io_manager": ParquetIOManager(base_dir=str(root / "warehouse")),
+            "session_sources": SessionSources(**roots, **off),
+        },
+    )
+    assert ingest.success
+    texts = [
+        record
+        for path in sorted((root / "warehouse" / "rendered_splits").glob("*.parquet"))
+        for record in pd.read_parquet(path)["record"]
+    ]
+    return build_tiny_model(root / "model", texts, TinyModelSpec(vocab_size=512))
