@@ -34,9 +34,12 @@ lint: install  ## ruff (lint and format) and mypy
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-bench: install  ## ingestion throughput and memory, redaction speed against detect-secrets
+bench: install  ## ingestion, redaction, our trainer against mlx_lm.lora, replay eval strategies
 	$(BIN)/python bench/bench_ingest.py
 	$(BIN)/python bench/bench_redact.py
+	test -d data/artifacts/adapters || $(BIN)/trajectory-pipeline demo  # the model and data of the next two
+	$(BIN)/python bench/bench_training.py
+	$(BIN)/python bench/bench_eval.py
 
 clean:
 	rm -rf data .dagster_home

@@ -18,6 +18,10 @@ def test_definitions_load() -> None:
     dg.Definitions.validate_loadable(defs)
     keys = {key.to_user_string() for key in defs.resolve_all_asset_keys()}
     assert {"raw_sessions", "raw_sessions_quarantine"} <= keys
+    assert {"lora_adapter", "replay_eval"} <= keys  # the weekly end of the chain
+    graph = defs.resolve_asset_graph()
+    parents = {key.to_user_string() for key in graph.get(dg.AssetKey("replay_eval")).parent_keys}
+    assert parents == {"lora_adapter", "rendered_splits"}
     assert defs.resolve_job_def("daily_ingest_job") is not None
 
 

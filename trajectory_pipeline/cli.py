@@ -1,6 +1,8 @@
 """The `trajectory-pipeline` command.
 
 trajectory-pipeline sample-corpus --out data/sample_corpus   # generate the bundled sample sessions
+trajectory-pipeline tiny-model --out data/tiny-model --data data/mlx/sample-window   # the bundled tiny model
+trajectory-pipeline learn-base --model data/tiny-model --data data/mlx/sample-window # its learned base
 trajectory-pipeline demo                                      # run the chain on them (what `make demo` does)
 """
 
@@ -9,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from trajectory_pipeline import sample_corpus, tiny_model
+from trajectory_pipeline import sample_corpus, tiny_base, tiny_model
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,6 +25,10 @@ def build_parser() -> argparse.ArgumentParser:
         "tiny-model", help="build the bundled tiny MLX model (offline, deterministic)"
     )
     tiny_model.add_arguments(model)
+    base = commands.add_parser(
+        "learn-base", help="teach the tiny model the corpus's language: a short full fine-tune, once"
+    )
+    tiny_base.add_arguments(base)
     demo = commands.add_parser(
         "demo", help="materialize the pipeline on the sample corpus and print a summary"
     )
@@ -39,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         return sample_corpus.run(args)
     if args.command == "tiny-model":
         return tiny_model.run(args)
+    if args.command == "learn-base":
+        return tiny_base.run(args)
     from trajectory_pipeline.demo import run_demo  # imports dagster: only when asked for
 
     return run_demo(args.corpus, args.data_dir)

@@ -18,6 +18,7 @@ from assets.lora_adapter import lora_adapter
 from assets.mined_trajectories import mined_trajectories
 from assets.raw_sessions import raw_sessions
 from assets.rendered_splits import rendered_splits
+from assets.replay_eval import replay_eval
 from resources.adapter_registry import AdapterRegistryResource
 from resources.mlx_trainer import MLXTrainer
 from resources.parquet_io_manager import ParquetIOManager
@@ -32,7 +33,7 @@ daily_ingest_job = dg.define_asset_job(
 )
 
 defs = dg.Definitions(
-    assets=[raw_sessions, mined_trajectories, decision_points, rendered_splits, lora_adapter],
+    assets=[raw_sessions, mined_trajectories, decision_points, rendered_splits, lora_adapter, replay_eval],
     jobs=[daily_ingest_job],
     resources={
         "io_manager": ParquetIOManager(base_dir=DATA_DIR),

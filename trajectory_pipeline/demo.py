@@ -23,19 +23,27 @@ import pyarrow.parquet as pq
 from trajectory_pipeline.mlx_data import read_manifest
 from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
 from trajectory_pipeline.schema import SOURCES
+from trajectory_pipeline.tiny_base import BaseTraining, learn_base, pretraining_record
 from trajectory_pipeline.tiny_model import build_tiny_model, corpus_texts
 
 BATCH_SIZE = 4  # mlx-lm's default; the data directory must hold a batch in every split
 # A short run on the CPU: enough to watch the losses fall, a few minutes on two cores.
 DEMO_TRAINING: dict[str, Any] = {
     "num_layers": -1,
-    "iters": 8,
+    "iters": 16,
     "batch_size": 2,
-    "val_batches": 2,
-    "steps_per_report": 2,
-    "steps_per_eval": 4,
-    "learning_rate": 1e-3,
+    "val_batches": 8,
+    "steps_per_report": 4,
+    "steps_per_eval": 8,
+    "learning_rate": 1e-4,
     "max_seq_length": 4096,
+}
+# A replay eval sized for the CPU: about a minute per model.
+DEMO_EVAL: dict[str, Any] = {
+    "holdout_cases": 48,
+    "seen_exact_cases": 16,
+    "seen_variant_cases": 16,
+    "max_tokens": 128,
 }
 
 
@@ -108,8 +116,9 @@ def run_demo(corpus_dir: str, data_dir: str) -> int:
     manifest = read_manifest(mlx_dir)
     counts = ", ".join(f"{split} {manifest.counts[split]}" for split in ("train", "valid", "test"))
     print(f"\nTraining window {first} .. {last}: {counts} examples")
-    trained = _train_adapter(
+    trained = _train_and_evaluate(
         defs,
+        warehouse,
         mlx_dir,
         warehouse.parent / "tiny-model",
         warehouse.parent / "artifacts" / "adapters",
@@ -121,39 +130,81 @@ def run_demo(corpus_dir: str, data_dir: str) -> int:
     return 0 if ok else 1
 
 
-def _train_adapter(defs: Any, data_dir: Path, model_dir: Path, artifacts: Path, end: dt.date) -> bool:
-    """Train the weekly adapter of the sample window on the bundled tiny model, and show its losses."""
+def _train_and_evaluate(
+    defs: Any, warehouse: Path, data_dir: Path, model_dir: Path, artifacts: Path, end: dt.date
+) -> bool:
+    """Teach the tiny model the corpus's language (once), train the week's adapter on top, and replay
+    the window's decisions with the base model and the adapter."""
     import dagster as dg
 
     from assets.lora_adapter import lora_adapter
     from assets.rendered_splits import rendered_splits
+    from assets.replay_eval import replay_eval
     from resources.mlx_trainer import MLXTrainer
 
     if not model_dir.exists():
         build_tiny_model(model_dir, corpus_texts([data_dir / "train.jsonl"]))
         print(f"\nBuilt the tiny model in {model_dir}")
+    if pretraining_record(model_dir) is None:
+        print(f"Teaching it the corpus's language ({BaseTraining().iters} full fine-tuning steps, once) ...")
+    try:
+        base = learn_base(model_dir, data_dir)
+    except ValueError:  # learned on another window or with other settings: start from random weights
+        build_tiny_model(model_dir, corpus_texts([data_dir / "train.jsonl"]))
+        base = learn_base(model_dir, data_dir)
+    print(
+        f"Learned base: validation loss {_last(base['losses'], 'val_loss'):.3f} "
+        f"({base['seconds']:.0f}s when it was built)"
+    )
     week = (end - dt.timedelta(days=(end.weekday() + 1) % 7)).isoformat()  # the Sunday starting its week
     trainer = MLXTrainer(base_model=str(model_dir), **DEMO_TRAINING)
     started = time.perf_counter()
     with dg.DagsterInstance.get() as instance:
         result = dg.materialize(
-            [rendered_splits.to_source_asset(), lora_adapter],
+            [rendered_splits.to_source_asset(), lora_adapter, replay_eval],
             partition_key=week,
             instance=instance,
             resources={**defs.resources, "trainer": trainer},
             run_config={
                 "loggers": {"console": {"config": {"log_level": "INFO"}}},
-                "ops": {"lora_adapter": {"config": {"artifacts_dir": str(artifacts)}}},
+                "ops": {
+                    "lora_adapter": {"config": {"artifacts_dir": str(artifacts)}},
+                    "replay_eval": {"config": DEMO_EVAL},
+                },
             },
         )
     metadata = result.asset_materializations_for_node("lora_adapter")[0].metadata
-    print(f"\nTrained lora_adapter for the week of {week} in {time.perf_counter() - started:.0f}s:")
+    print(
+        f"\nTrained lora_adapter and ran replay_eval for the week of {week} "
+        f"in {time.perf_counter() - started:.0f}s:"
+    )
     print(metadata["loss_curve"].value)
     print(
         f"best val loss {metadata['best_val_loss'].value:.3f}, last {metadata['last_val_loss'].value:.3f}, "
         f"{metadata['tokens_per_second'].value} tokens/s; adapter {metadata['adapter_path'].value}"
     )
+    evaluation = result.asset_materializations_for_node("replay_eval")[0].metadata
+    print(_eval_table(pq.read_table(warehouse / "replay_eval" / f"{week}.parquet").to_pandas()))
+    print(f"\nPromotion: {evaluation['decision'].value}: {evaluation['reason'].value}")
+    print(f"Report: {evaluation['report_path'].value}")
     return result.success
+
+
+def _last(rows: list[dict[str, Any]], key: str) -> float:
+    return [row[key] for row in rows if row.get(key) is not None][-1]
+
+
+def _eval_table(frame: Any) -> str:
+    """Pass rate and decisive-action pass rate per lane, base model against the new adapter."""
+    header = f"\n{'lane':<14}{'model':<11}{'cases':>7}{'pass rate':>11}{'decisive pass rate':>20}"
+    lines = [header, "-" * (len(header) - 1)]
+    for (lane, model), group in frame.groupby(["lane", "model"], sort=False):
+        decisive = group[group["decisive"]]
+        rate = f"{decisive['passed'].mean():.1%}" if len(decisive) else "-"
+        lines.append(
+            f"{lane:<14}{model:<11}{group['decision_id'].nunique():>7}{group['passed'].mean():>11.1%}{rate:>20}"
+        )
+    return "\n".join(lines)
 
 
 def _tier_table(warehouse: Path, days: list[str]) -> str:

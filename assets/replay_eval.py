@@ -1,0 +1,158 @@
+"""replay_eval: the week's adapter, the base model and the promoted adapter, replayed at real decisions.
+
+For a weekly partition it reads that week's `lora_adapter` manifest and the same window of
+`rendered_splits` the adapter trained on, asks each model for the next tool call at every
+evaluation case (holdout, seen-exact, seen-variant), scores the answers, writes the report
+beside the adapter (`<artifacts>/<adapter_id>/eval/report.md` and `pass_rate.png`), and
+promotes the adapter in the registry or rejects it with the reason. Its Parquet output is one
+row per scored answer.
+
+    dagster asset materialize -m trajectory_pipeline.definitions --select replay_eval --partition 2026-11-22
+"""
+
+import base64
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+from pydantic import Field
+
+from assets.metadata import as_table, frame_md
+from assets.partitions import rendered_window, weekly_partitions
+from resources.adapter_registry import AdapterRegistryResource
+from trajectory_pipeline.eval_schema import EVAL_RESULT_SCHEMA, HOLDOUT
+from trajectory_pipeline.evaluation import Contender, EvalOutcome, record_decision, run_replay_eval
+from trajectory_pipeline.promotion import PROMOTED_STATUS, PromotionConfig
+from trajectory_pipeline.replay import ReplayConfig
+
+_REPLAY, _PROMOTION = ReplayConfig(), PromotionConfig()
+
+
+class ReplayEvalConfig(dg.Config):
+    """Lane sizes, generation and the promotion rule."""
+
+    holdout_cases: int = Field(default=_REPLAY.holdout_cases, description="Most held-out cases.")
+    seen_exact_cases: int = Field(default=_REPLAY.seen_exact_cases, description="Most training cases.")
+    seen_variant_cases: int = Field(
+        default=_REPLAY.seen_variant_cases, description="Most test cases of trained workflow families."
+    )
+    max_tokens: int = Field(default=_REPLAY.max_tokens, description="Generated tokens per answer.")
+    samples: int = Field(default=_REPLAY.samples, description="Answers per case; above 1 gives pass^k.")
+    temperature: float = Field(
+        default=_REPLAY.temperature, description="Sampling temperature when samples > 1."
+    )
+    seed: int = Field(default=_REPLAY.seed, description="Seed of the lanes' order and of sampling.")
+    strategy: str = Field(
+        default=_REPLAY.strategy, description="one_at_a_time, prompt_cache (default) or batched."
+    )
+    batch_size: int = Field(default=_REPLAY.batch_size, description="Cases per batch (strategy batched).")
+    margin: float = Field(
+        default=_PROMOTION.margin,
+        description="Holdout pass-rate lead needed over each baseline (0.02 = 2 points).",
+    )
+    min_cases: int = Field(default=_PROMOTION.min_cases, description="Never promote on fewer holdout cases.")
+
+    def replay(self) -> ReplayConfig:
+        return ReplayConfig(
+            **{field.name: getattr(self, field.name) for field in dataclasses.fields(ReplayConfig)}
+        )
+
+
+@dg.asset(
+    partitions_def=weekly_partitions,
+    group_name="training",
+    compute_kind="mlx",
+    pool="mlx_training",
+    ins={
+        "lora_adapter": dg.AssetIn(),
+        "rendered_splits": rendered_window(),
+    },
+    check_specs=[dg.AssetCheckSpec("adapter_promoted", asset="replay_eval")],
+)
+def replay_eval(
+    context: dg.AssetExecutionContext,
+    config: ReplayEvalConfig,
+    adapter_registry: AdapterRegistryResource,
+    lora_adapter: pd.DataFrame,
+    rendered_splits: dict[str, pd.DataFrame],
+) -> Any:
+    """Scored answers of the base model, the new adapter and the promoted one at real decisions."""
+    try:
+        replay, promotion = config.replay(), PromotionConfig(margin=config.margin, min_cases=config.min_cases)
+    except ValueError as err:
+        raise dg.Failure(f"replay_eval config: {err}") from None
+    manifest = lora_adapter.iloc[0]
+    registry = adapter_registry.registry()
+    base_model = Path(manifest["base_model"])
+    candidate = Contender(manifest["adapter_id"], Path(manifest["adapter_path"]))
+    current = registry.promoted(str(base_model))
+    promoted = Contender(current.adapter_id, Path(current.artifact_path)) if current else None
+    rows = [rendered_splits[day] for day in sorted(rendered_splits)]
+    window = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+    try:
+        outcome = run_replay_eval(
+            window, base_model, candidate, promoted, replay, promotion, candidate.path.parent / "eval"
+        )
+    except ValueError as err:
+        raise dg.Failure(f"replay_eval for week {context.partition_key}: {err}") from None
+
+    decision = outcome.decision
+    try:
+        applied = record_decision(registry, candidate.adapter_id, outcome)
+    except ValueError as err:
+        raise dg.Failure(f"replay_eval for week {context.partition_key}: {err}") from None
+    context.log.info(f"adapter {candidate.adapter_id} {applied}: {decision.reason}")
+    metadata = {**_metadata(outcome), "registry": applied}
+    yield dg.Output(as_table(outcome.results, EVAL_RESULT_SCHEMA), metadata=metadata)
+    yield dg.AssetCheckResult(
+        check_name="adapter_promoted",
+        passed=decision.status == PROMOTED_STATUS,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=decision.reason,
+        metadata={
+            "candidate_pass_rate": decision.candidate_pass_rate,
+            "base_pass_rate": decision.base_pass_rate,
+            "promoted_pass_rate": decision.promoted_pass_rate,
+            "holdout_cases": decision.cases,
+        },
+    )
+
+
+def _metadata(outcome: EvalOutcome) -> dict[str, Any]:
+    decision = outcome.decision
+    holdout = outcome.summary[outcome.summary["lane"] == HOLDOUT]
+    headline = {
+        f"holdout_pass_rate_{m}": float(r)
+        for m, r in zip(holdout["model"], holdout["pass_rate"], strict=True)
+    }
+    columns = [
+        "model",
+        "lane",
+        "cases",
+        "pass_rate",
+        "decisive_pass_rate",
+        "invalid_rate",
+        "exact_match_rate",
+    ]
+    chart = base64.b64encode(outcome.chart.read_bytes()).decode()
+    return {
+        "decision": decision.status,
+        "reason": decision.reason,
+        **headline,
+        "cases": outcome.cases,
+        "summary": frame_md(outcome.summary[columns].round(3)),
+        "report": dg.MetadataValue.md(outcome.report.read_text()),
+        "report_path": dg.MetadataValue.path(str(outcome.report)),
+        "chart": dg.MetadataValue.md(f"![pass rate per model and lane](data:image/png;base64,{chart})"),
+        "seconds_per_model": dg.MetadataValue.json(
+            {model: round(t["seconds"], 2) for model, t in outcome.timings.items()}
+        ),
+        "generated_tokens_per_second": dg.MetadataValue.json(
+            {
+                model: round(t["generated_tokens"] / t["seconds"], 1) if t["seconds"] else None
+                for model, t in outcome.timings.items()
+            }
+        ),
+    }

@@ -1,0 +1,112 @@
+"""Replay eval speed: one case at a time against the prompt cache and batched generation, same cases.
+
+Run after `make demo` (it needs the demo's warehouse, learned tiny model and adapter):
+
+    python bench/bench_eval.py --cases 48 --repeat 3
+
+Every strategy answers the same holdout cases with the same model (the demo's adapter when there
+is one), alternating strategies across repeats; the figures are medians. The answers must be
+identical token for token, and so the scores: the script exits 1 when they are not. Writes its
+section of bench/RESULTS.md between `<!-- bench_eval -->` markers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import platform
+import statistics
+import sys
+from pathlib import Path
+
+import pandas as pd
+from sections import write_section  # bench/sections.py, beside this script
+
+from trajectory_pipeline.replay import (
+    STRATEGIES,
+    ReplayConfig,
+    generate_answers,
+    loaded_model,
+    prompt_tokens,
+    score_cases,
+    select_cases,
+)
+from trajectory_pipeline.training_data import dedupe_across_days
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def latest_adapter(artifacts: Path) -> Path | None:
+    found = sorted(artifacts.glob("*/adapter/adapters.safetensors"))
+    return found[-1].parent if found else None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--model", type=Path, default=ROOT / "data" / "tiny-model")
+    parser.add_argument("--warehouse", type=Path, default=ROOT / "data" / "warehouse")
+    parser.add_argument("--artifacts", type=Path, default=ROOT / "data" / "artifacts" / "adapters")
+    parser.add_argument("--cases", type=int, default=48)
+    parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    days = sorted((args.warehouse / "rendered_splits").glob("*.parquet"))
+    if not days or not args.model.is_dir():
+        print(f"no rendered_splits under {args.warehouse} or no model at {args.model}: run `make demo` first")
+        return 2
+    rows, _ = dedupe_across_days(pd.concat([pd.read_parquet(day) for day in days], ignore_index=True))
+    config = ReplayConfig(
+        holdout_cases=args.cases, seen_exact_cases=0, seen_variant_cases=0, max_tokens=args.max_tokens
+    )
+    cases = select_cases(rows, config)
+    adapter = latest_adapter(args.artifacts)
+
+    seconds: dict[str, list[float]] = {strategy: [] for strategy in STRATEGIES}
+    prefilled: dict[str, int] = {}
+    texts: dict[str, list[str]] = {}
+    scores: dict[str, pd.DataFrame] = {}
+    with loaded_model(args.model, adapter) as (model, tokenizer):
+        prompts = [prompt_tokens(tokenizer, case) for case in cases]
+        generate_answers(model, tokenizer, prompts[:2], config)  # warm-up: first-call compilation
+        for _ in range(args.repeat):
+            for strategy in STRATEGIES:
+                answers, timing = generate_answers(
+                    model, tokenizer, prompts, dataclasses.replace(config, strategy=strategy)
+                )
+                seconds[strategy].append(timing.seconds)
+                prefilled[strategy] = timing.prefilled_tokens
+                texts[strategy] = [answer.text for answer in answers]
+                scores[strategy] = score_cases(cases, answers, model_name="candidate", adapter_id=None)
+
+    reference = "one_at_a_time"
+    identical = {s: texts[s] == texts[reference] and scores[s].equals(scores[reference]) for s in STRATEGIES}
+    medians = {s: statistics.median(seconds[s]) for s in STRATEGIES}
+    lines = [
+        "## Replay eval speed",
+        "",
+        f"Machine: {platform.platform()}, Python {platform.python_version()}; "
+        f"model `{args.model.name}`{' with adapter ' + adapter.parent.name if adapter else ''}.",
+        f"Command: `python bench/bench_eval.py --cases {args.cases} --max-tokens {args.max_tokens} "
+        f"--repeat {args.repeat}`",
+        "",
+        f"{len(cases)} holdout cases, {sum(len(p) for p in prompts):,} prompt tokens, "
+        f"answers capped at {args.max_tokens} tokens; medians of {args.repeat} alternating runs.",
+        "",
+        "| strategy | seconds | speed-up | prompt tokens computed | answers and scores identical |",
+        "|---|---|---|---|---|",
+    ]
+    for strategy in STRATEGIES:
+        lines.append(
+            f"| {strategy} | {medians[strategy]:.2f} | {medians[reference] / medians[strategy]:.2f}x "
+            f"| {prefilled[strategy]:,} | {'yes' if identical[strategy] else 'NO'} |"
+        )
+    text = "\n".join(lines)
+    print(text)
+    write_section(ROOT / "bench" / "RESULTS.md", "bench_eval", text)
+    return 0 if all(identical.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
