@@ -197,3 +197,15 @@ def test_score_cases_parses_and_scores_answers() -> None:
     assert rows["passed"].tolist() == [True, False]
     assert rows["failure"].tolist()[1] == "no_call_parsed"
     assert rows.loc[0, "predicted_name"] == "read_file" and bool(rows.loc[0, "starts_with_json"])
+
+
+def test_a_decision_in_two_lanes_is_asked_once(tiny_model: Path) -> None:
+    cases = select_cases(_rows(), ReplayConfig(holdout_cases=3, seen_exact_cases=0, seen_variant_cases=3))
+    assert [c.lane for c in cases] == ["holdout"] * 3 + ["seen-variant"] * 3
+    assert {c.decision_id for c in cases[:3]} == {c.decision_id for c in cases[3:]}
+    results, timing = evaluate_model(
+        tiny_model, None, cases, ReplayConfig(max_tokens=6), model_name="base", adapter_id=None
+    )
+    assert timing.cases == 3 and len(results) == 6
+    by_lane = results.set_index(["lane", "decision_id"])["raw_text"]
+    assert by_lane["holdout"].sort_index().tolist() == by_lane["seen-variant"].sort_index().tolist()

@@ -418,14 +418,22 @@ def evaluate_model(
     model_name: str,
     adapter_id: str | None,
 ) -> tuple[pd.DataFrame, Timing]:
-    """Load one model, answer every case `config.samples` times, and score the answers."""
+    """Load one model, answer every case `config.samples` times, and score the answers.
+
+    A decision in two lanes (holdout and seen-variant) is asked once: the same prompt."""
     frames, total = [], Timing()
+    first = {case.decision_id: index for index, case in reversed(list(enumerate(cases)))}
+    asked = sorted(set(first.values()))
     with loaded_model(model_dir, adapter_path) as (model, tokenizer):
-        prompts = [prompt_tokens(tokenizer, case) for case in cases]
+        prompts = [prompt_tokens(tokenizer, cases[index]) for index in asked]
         for sample in range(config.samples):
             answers, timing = generate_answers(model, tokenizer, prompts, config, sample)
+            by_decision = {
+                cases[index].decision_id: answer for index, answer in zip(asked, answers, strict=True)
+            }
+            every = [by_decision[case.decision_id] for case in cases]
             frames.append(
-                score_cases(cases, answers, model_name=model_name, adapter_id=adapter_id, sample=sample)
+                score_cases(cases, every, model_name=model_name, adapter_id=adapter_id, sample=sample)
             )
             total.seconds += timing.seconds
             total.cases += timing.cases
