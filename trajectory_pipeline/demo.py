@@ -195,14 +195,19 @@ def _last(rows: list[dict[str, Any]], key: str) -> float:
 
 
 def _eval_table(frame: Any) -> str:
-    """Pass rate and decisive-action pass rate per lane, base model against the new adapter."""
-    header = f"\n{'lane':<14}{'model':<11}{'cases':>7}{'pass rate':>11}{'decisive pass rate':>20}"
+    """Per lane, base model against the new adapter: answers holding a parseable call, calls of
+    the right tool, pass rate and decisive-action pass rate."""
+    header = (
+        f"\n{'lane':<14}{'model':<11}{'cases':>7}{'valid call':>12}{'right tool':>12}"
+        f"{'pass rate':>11}{'decisive pass rate':>20}"
+    )
     lines = [header, "-" * (len(header) - 1)]
     for (lane, model), group in frame.groupby(["lane", "model"], sort=False):
         decisive = group[group["decisive"]]
         rate = f"{decisive['passed'].mean():.1%}" if len(decisive) else "-"
         lines.append(
-            f"{lane:<14}{model:<11}{group['decision_id'].nunique():>7}{group['passed'].mean():>11.1%}{rate:>20}"
+            f"{lane:<14}{model:<11}{group['decision_id'].nunique():>7}{group['parsed'].mean():>12.1%}"
+            f"{group['name_match'].mean():>12.1%}{group['passed'].mean():>11.1%}{rate:>20}"
         )
     return "\n".join(lines)
 
