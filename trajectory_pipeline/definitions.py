@@ -1,4 +1,4 @@
-"""The one `Definitions` object: assets, jobs and resources assembled, nothing else.
+"""The one `Definitions` object: assets, jobs, schedules, sensors and resources assembled, nothing else.
 
 This is the only module of the package that imports dagster; the domain core
 beside it stays importable and testable without it. `dagster dev` loads it
@@ -13,6 +13,13 @@ import os
 
 import dagster as dg
 
+from assets.automation import (
+    daily_ingest_job,
+    daily_ingest_schedule,
+    new_sessions_sensor,
+    weekly_retrain_job,
+    weekly_retrain_schedule,
+)
 from assets.decision_points import decision_points
 from assets.lora_adapter import lora_adapter
 from assets.mined_trajectories import mined_trajectories
@@ -26,15 +33,11 @@ from resources.session_sources import SessionSources
 
 DATA_DIR = os.environ.get("TRAJECTORY_DATA_DIR", "data/warehouse")
 
-daily_ingest_job = dg.define_asset_job(
-    "daily_ingest_job",
-    selection=dg.AssetSelection.groups("ingest"),
-    description="Ingest a day (or a range, in one run): raw_sessions → ... → rendered_splits.",
-)
-
 defs = dg.Definitions(
     assets=[raw_sessions, mined_trajectories, decision_points, rendered_splits, lora_adapter, replay_eval],
-    jobs=[daily_ingest_job],
+    jobs=[daily_ingest_job, weekly_retrain_job],
+    schedules=[daily_ingest_schedule, weekly_retrain_schedule],
+    sensors=[new_sessions_sensor],
     resources={
         "io_manager": ParquetIOManager(base_dir=DATA_DIR),
         "session_sources": SessionSources(),
