@@ -89,7 +89,14 @@ def replay_eval(
     candidate = Contender(manifest["adapter_id"], Path(manifest["adapter_path"]))
     current = registry.promoted(str(base_model))
     promoted = Contender(current.adapter_id, Path(current.artifact_path)) if current else None
-    rows = [rendered_splits[day] for day in sorted(rendered_splits)]
+    days = sorted(rendered_splits)
+    trained_on = (manifest["data_window_start"], manifest["data_window_end"])
+    if days and (days[0], days[-1]) != trained_on:
+        context.log.warning(
+            f"the window now holds days {days[0]} .. {days[-1]}, the adapter trained on "
+            f"{trained_on[0]} .. {trained_on[1]}: some cases may not be rows it trained or was held out on"
+        )
+    rows = [rendered_splits[day] for day in days]
     window = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
     try:
         outcome = run_replay_eval(
