@@ -103,10 +103,6 @@ def describe_days(days: Sequence[dt.date]) -> str:
     return ", ".join(str(a) if a == b else f"{a}...{b}" for a, b in day_spans(days))
 
 
-def _tick_time(context: dg.ScheduleEvaluationContext) -> dt.datetime:
-    return context.scheduled_execution_time or dt.datetime.now(dt.UTC)
-
-
 def _days(keys: Sequence[str]) -> list[dt.date]:
     return [dt.date.fromisoformat(key) for key in keys]
 
@@ -124,7 +120,7 @@ def _not_ingested(context: dg.ScheduleEvaluationContext, days: Sequence[dt.date]
     description="Ingest the day that just ended, and every day of the training window never ingested.",
 )
 def daily_ingest_schedule(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest] | dg.SkipReason:
-    days = _days(daily_partitions.get_partition_keys(current_time=_tick_time(context)))
+    days = _days(daily_partitions.get_partition_keys(current_time=context.scheduled_execution_time))
     if not days:
         return dg.SkipReason("no day is over yet since TRAJECTORY_START_DATE")
     last = days[-1]
@@ -141,7 +137,7 @@ def daily_ingest_schedule(context: dg.ScheduleEvaluationContext) -> list[dg.RunR
     description="Train and evaluate the week that just ended, once every day of its window is ingested.",
 )
 def weekly_retrain_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
-    now = _tick_time(context)
+    now = context.scheduled_execution_time
     weeks = weekly_partitions.get_partition_keys(current_time=now)
     if not weeks:
         return dg.SkipReason("no week is over yet since TRAJECTORY_START_DATE")
@@ -175,9 +171,10 @@ def new_sessions_sensor(
 ) -> dg.SensorResult:
     now = time.time()
     days = daily_partitions.get_partition_keys(current_time=dt.datetime.fromtimestamp(now, dt.UTC))
+    roots = session_sources.roots()  # no log line per missing root at every tick
     update = advance(
         Watch.from_cursor(context.cursor),
-        file_states(session_sources.roots(context.log)),
+        file_states(roots),
         now_us=int(now * 1_000_000),
         first_day=daily_partitions.start.date(),
         last_day=dt.date.fromisoformat(days[-1]) if days else None,
@@ -191,6 +188,7 @@ def new_sessions_sensor(
         return dg.SensorResult(run_requests=requests, cursor=cursor)
     waiting = f"; waiting: {', '.join(update.waiting)}" if update.waiting else ""
     return dg.SensorResult(
-        skip_reason=f"{update.changed} of {update.files} recent files new or grown, no day ready{waiting}",
+        skip_reason=f"no day ready: {update.changed} of {update.files} recent files new or grown "
+        f"(under {len(roots)} source roots){waiting}",
         cursor=cursor,
     )

@@ -109,7 +109,7 @@ def candidate_files(roots: Sequence[SourceRoot]) -> list[CandidateFile]:
     seen: set[tuple[int, int]] = set()
     found = []
     for root in roots:
-        for path in _matching_files(root):
+        for path in matching_files(root):
             try:
                 info = path.stat()
             except OSError as err:  # a dangling link, or a file deleted since the listing
@@ -122,7 +122,9 @@ def candidate_files(roots: Sequence[SourceRoot]) -> list[CandidateFile]:
     return found
 
 
-def _matching_files(root: SourceRoot) -> list[Path]:
+def matching_files(root: SourceRoot) -> list[Path]:
+    """Every file under the root whose name fits the source's globs, sorted; listing only, nothing
+    is opened (the file sensor stats these). A folder that cannot be listed is an error."""
     names = [pattern.removeprefix("**/") for pattern in PARSERS[root.source].globs]
 
     def refuse(err: OSError) -> None:

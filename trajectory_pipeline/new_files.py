@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from trajectory_pipeline.ingest import DAY_US, SourceRoot, _matching_files
+from trajectory_pipeline.ingest import DAY_US, SourceRoot, matching_files
 
 HORIZON_DAYS = 7
 QUIET_SECONDS = 10 * 60
@@ -56,7 +56,7 @@ def file_states(roots: Sequence[SourceRoot]) -> list[FileState]:
     """
     found = []
     for root in roots:
-        for path in _matching_files(root):
+        for path in matching_files(root):
             try:
                 info = os.stat(path)
             except OSError:
@@ -162,10 +162,9 @@ def advance(
     pending = dict(watch.pending)
     changed = [file for key, file in recent.items() if key not in watch.seen]
     for file in changed:
-        for day in days_held(file.mtime_us):
-            if day >= first_day:
-                key = day.isoformat()
-                pending[key] = max(pending.get(key, 0), file.mtime_us)
+        for held in days_held(file.mtime_us):
+            if held >= first_day:
+                pending[held.isoformat()] = max(pending.get(held.isoformat(), 0), file.mtime_us)
     quiet_us = quiet_seconds * 1_000_000
     ready = {
         day: last_change
@@ -174,8 +173,8 @@ def advance(
         and dt.date.fromisoformat(day) <= last_day
         and now_us - last_change >= quiet_us
     }
-    for day in ready:
-        del pending[day]
+    for iso_day in ready:
+        del pending[iso_day]
     return WatchUpdate(
         watch=Watch(frozenset(recent), pending),
         files=len(recent),
