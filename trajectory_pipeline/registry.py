@@ -228,8 +228,22 @@ def _add_column(conn: Connection, table: str, column: sa.Column[Any]) -> None:
     )
 
 
+# Keys of PostgreSQL advisory locks: upgrades, and promotions (rare, so one key for all).
+_UPGRADE_LOCK, _PROMOTE_LOCK = 7_301_001, 7_301_002
+
+
+def _serialize(conn: Connection | Session, key: int) -> None:
+    """Make concurrent transactions of this kind take turns until commit. SQLite already does
+    (BEGIN IMMEDIATE); on PostgreSQL, row locks miss rows and tables another transaction is still
+    creating, so two first opens could both create the schema, or two promotions both promote."""
+    bind = conn.get_bind() if isinstance(conn, Session) else conn
+    if bind.dialect.name == "postgresql":
+        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
+
+
 def _upgrade(conn: Connection) -> None:
     """Bring the schema to SCHEMA_VERSION; the caller holds one transaction around it."""
+    _serialize(conn, _UPGRADE_LOCK)
     table = _SCHEMA_VERSION_TABLE
     table.create(conn, checkfirst=True)
     current = conn.execute(
@@ -384,6 +398,7 @@ class AdapterRegistry:
         `eval_summary`, when given, is stored in the same transaction: a promotion never lacks the
         evaluation it rests on."""
         with self._session() as session, session.begin():
+            _serialize(session, _PROMOTE_LOCK)
             row = self._row(session, adapter_id, lock=True)
             if row.status in ("training", "failed"):
                 raise ValueError(
