@@ -10,7 +10,10 @@ from trajectory_pipeline.registry import AdapterRegistry, sqlite_url
 
 
 def default_url() -> str:
-    """A SQLite file beside Dagster's own storage, so one folder holds a laptop's whole state."""
+    """TRAJECTORY_REGISTRY_URL, else a SQLite file beside Dagster's own storage, so one folder holds
+    a laptop's whole state."""
+    if os.environ.get("TRAJECTORY_REGISTRY_URL"):
+        return os.environ["TRAJECTORY_REGISTRY_URL"]
     home = Path(os.environ.get("DAGSTER_HOME", ".dagster_home")).expanduser()
     return sqlite_url(home / "adapters.sqlite")
 
@@ -20,7 +23,8 @@ class AdapterRegistryResource(dg.ConfigurableResource):
 
     url: str = Field(
         default_factory=default_url,
-        description="SQLAlchemy URL of the registry (default: sqlite:///$DAGSTER_HOME/adapters.sqlite).",
+        description="SQLAlchemy URL of the registry (default: $TRAJECTORY_REGISTRY_URL, else "
+        "sqlite:///$DAGSTER_HOME/adapters.sqlite).",
     )
 
     def registry(self) -> AdapterRegistry:
