@@ -66,6 +66,8 @@ class DecisionPointsConfig(dg.Config):
     backfill_policy=dg.BackfillPolicy.single_run(),
     group_name="ingest",
     compute_kind="pandas",
+    owners=["team:trajectory-pipeline"],
+    tags={"stage": "decisions"},
     check_specs=[
         dg.AssetCheckSpec("enough_decision_points", asset="decision_points"),
         dg.AssetCheckSpec(

@@ -58,6 +58,12 @@ class LoraAdapterConfig(dg.Config):
     compute_kind="mlx",
     pool="mlx_training",
     ins={"rendered_splits": rendered_window()},
+    owners=["team:trajectory-pipeline"],
+    tags={"stage": "training"},
+    # Sunday 03:00 schedule plus training time: late after a week and a half-day, failing after 8 days.
+    freshness_policy=dg.FreshnessPolicy.time_window(
+        fail_window=dt.timedelta(days=8), warn_window=dt.timedelta(days=7, hours=12)
+    ),
 )
 def lora_adapter(
     context: dg.AssetExecutionContext,

@@ -51,6 +51,8 @@ class MinedTrajectoriesConfig(dg.Config):
     backfill_policy=dg.BackfillPolicy.single_run(),
     group_name="ingest",
     compute_kind="pandas",
+    owners=["team:trajectory-pipeline"],
+    tags={"stage": "mining"},
     check_specs=[
         dg.AssetCheckSpec("kept_attempts", asset="mined_trajectories", description="Enough gold + silver."),
         dg.AssetCheckSpec(

@@ -55,10 +55,14 @@ class IngestConfig(dg.Config):
         "raw_sessions": dg.AssetOut(
             description="One row per agent event of the sessions that started that UTC day, redacted.",
             io_manager_key="io_manager",
+            owners=["team:trajectory-pipeline"],
+            tags={"stage": "ingest"},
         ),
         "raw_sessions_quarantine": dg.AssetOut(
             description="Lines that could not be read, with the reason and a redacted excerpt.",
             io_manager_key="io_manager",
+            owners=["team:trajectory-pipeline"],
+            tags={"stage": "ingest"},
         ),
     },
     partitions_def=daily_partitions,

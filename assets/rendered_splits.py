@@ -91,6 +91,8 @@ class RenderedSplitsConfig(dg.Config):
     backfill_policy=dg.BackfillPolicy.single_run(),
     group_name="ingest",
     compute_kind="pandas",
+    owners=["team:trajectory-pipeline"],
+    tags={"stage": "rendering"},
     check_specs=[
         dg.AssetCheckSpec(
             "no_leakage",

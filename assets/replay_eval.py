@@ -70,6 +70,8 @@ class ReplayEvalConfig(dg.Config):
         "rendered_splits": rendered_window(),
     },
     check_specs=[dg.AssetCheckSpec("adapter_promoted", asset="replay_eval")],
+    owners=["team:trajectory-pipeline"],
+    tags={"stage": "evaluation"},
 )
 def replay_eval(
     context: dg.AssetExecutionContext,
