@@ -2,6 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+CHROMIUM := /usr/bin/chromium
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 
 .PHONY: install demo test ui lint bench clean
@@ -23,8 +24,19 @@ install: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml
 demo: install  ## generate the sample corpus and materialize the chain on it through the real instance
 	$(BIN)/trajectory-pipeline demo
 
-test: install  ## the whole suite, slow end-to-end tests included
+test: install $(CHROMIUM)  ## the whole suite, slow end-to-end tests included
+	$(BIN)/python -m tests.postgres_server install  # Debian's postgresql when missing (as root), for test_postgres
 	$(BIN)/python -m pytest
+
+# Debian's Chromium for the browser test (tests/test_ui_browser.py), installed when missing where root
+# and apt-get are at hand; elsewhere that test skips. apt's key check runs as the _apt user: its
+# temporary files go to /var/tmp, open to it even where /tmp is not.
+$(CHROMIUM):
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "Installing Debian's chromium for the browser test"; \
+		export TMPDIR=/var/tmp DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+	else echo "No $@ (installing it needs root and apt-get): tests/test_ui_browser.py will skip"; fi
 
 ui: install  ## Dagster UI and daemon on http://127.0.0.1:3000
 	$(BIN)/dagster dev -h 127.0.0.1 -p 3000 -w workspace.yaml
@@ -37,6 +49,7 @@ lint: install  ## ruff (lint and format) and mypy
 bench: install  ## ingestion, redaction, our trainer against mlx_lm.lora, replay eval strategies
 	$(BIN)/python bench/bench_ingest.py
 	$(BIN)/python bench/bench_redact.py
+	$(BIN)/python bench/bench_backfill.py
 	test -d data/artifacts/adapters || $(BIN)/trajectory-pipeline demo  # the model and data of the next two
 	$(BIN)/python bench/bench_training.py
 	$(BIN)/python bench/bench_eval.py

@@ -69,7 +69,14 @@ class ReplayEvalConfig(dg.Config):
         "lora_adapter": dg.AssetIn(),
         "rendered_splits": rendered_window(),
     },
-    check_specs=[dg.AssetCheckSpec("adapter_promoted", asset="replay_eval")],
+    check_specs=[
+        dg.AssetCheckSpec(
+            "adapter_promoted",
+            asset="replay_eval",
+            description="The new adapter beat the base model and the promoted adapter on held-out "
+            "decisions (a warning when it was rejected; the reason is in the result).",
+        )
+    ],
     owners=["team:trajectory-pipeline"],
     tags={"stage": "evaluation"},
 )
@@ -152,7 +159,12 @@ def _metadata(outcome: EvalOutcome) -> dict[str, Any]:
         **headline,
         "cases": outcome.cases,
         "summary": frame_md(outcome.summary[columns].round(3)),
-        "report": dg.MetadataValue.md(outcome.report.read_text()),
+        # The report's chart link is relative to its folder; in the UI the image travels inline.
+        "report": dg.MetadataValue.md(
+            outcome.report.read_text().replace(
+                f"]({outcome.chart.name})", f"](data:image/png;base64,{chart})"
+            )
+        ),
         "report_path": dg.MetadataValue.path(str(outcome.report)),
         "chart": dg.MetadataValue.md(f"![pass rate per model and lane](data:image/png;base64,{chart})"),
         "seconds_per_model": dg.MetadataValue.json(

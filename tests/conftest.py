@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -37,3 +41,32 @@ def real_corpus() -> Path:
     if not REAL_CORPUS.is_dir():
         pytest.fail(f"the real transcript corpus is missing: expected it at {REAL_CORPUS}")
     return REAL_CORPUS
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """Where `trajectory-pipeline demo` ran (its DAGSTER_HOME is `root / "home"`) and what it printed."""
+
+    root: Path
+    result: subprocess.CompletedProcess[str]
+
+    @property
+    def home(self) -> Path:
+        return self.root / "home"
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+    """`make demo` once per session in a fresh folder with its own DAGSTER_HOME: the demo's own
+    assertions and the browser test read the same run (it takes minutes on two cores)."""
+    root = tmp_path_factory.mktemp("demo")
+    cli = Path(sys.executable).with_name("trajectory-pipeline")
+    result = subprocess.run(
+        [str(cli), "demo", "--corpus", "corpus", "--data-dir", "warehouse"],
+        cwd=root,
+        env={**os.environ, "DAGSTER_HOME": str(root / "home")},
+        capture_output=True,
+        text=True,
+        timeout=900,  # a learned base, an adapter and two models replayed, on two CPU cores
+    )
+    return DemoRun(root, result)

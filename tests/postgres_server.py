@@ -93,7 +93,9 @@ def install_from_debian() -> Path:
         raise PostgresUnavailable(
             "installing Debian's postgresql package needs root; run `apt-get install postgresql` as root"
         )
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    # apt's signature check runs as the _apt user: its temporary files go to /var/tmp, open to it
+    # even where /tmp is not (0700 here).
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive", "TMPDIR": "/var/tmp"}
     for command in (
         ["apt-get", "update", "-qq"],
         ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "postgresql"],
