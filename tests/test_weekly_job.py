@@ -15,10 +15,8 @@ import pytest
 
 from assets.automation import weekly_retrain_job
 from resources.adapter_registry import AdapterRegistryResource
-from resources.mlx_trainer import MLXTrainer
-from resources.parquet_io_manager import ParquetIOManager
 from resources.session_sources import DEFAULT_ROOTS, SessionSources
-from tests.assets.sample_window import WEEK, ingest_sample_window
+from tests.assets.sample_window import WEEK, ingest_sample_window, weekly_resources
 from trajectory_pipeline.definitions import defs
 
 EVAL = {"holdout_cases": 4, "seen_exact_cases": 2, "seen_variant_cases": 2, "max_tokens": 16, "min_cases": 1}
@@ -28,24 +26,11 @@ EVAL = {"holdout_cases": 4, "seen_exact_cases": 2, "seen_variant_cases": 2, "max
 def test_weekly_retrain_job_trains_evaluates_and_decides(tmp_path: Path) -> None:
     ingest_sample_window(tmp_path, sessions_per_day=4, seed=5)
     registry_url = f"sqlite:///{tmp_path / 'adapters.sqlite'}"
+    no_sources = SessionSources(**{f"{source}_root": "" for source in DEFAULT_ROOTS})
     local = dg.Definitions(
         assets=defs.assets,
         jobs=[weekly_retrain_job],
-        resources={
-            "io_manager": ParquetIOManager(base_dir=str(tmp_path / "warehouse")),
-            "session_sources": SessionSources(**{f"{source}_root": "" for source in DEFAULT_ROOTS}),
-            "adapter_registry": AdapterRegistryResource(url=registry_url),
-            "trainer": MLXTrainer(
-                base_model=str(tmp_path / "model"),
-                num_layers=-1,
-                iters=2,
-                batch_size=1,
-                val_batches=1,
-                steps_per_report=1,
-                steps_per_eval=2,
-                max_seq_length=4096,
-            ),
-        },
+        resources={**weekly_resources(tmp_path), "session_sources": no_sources},
     )
     run_config = {
         "ops": {

@@ -3,6 +3,7 @@ into `root/warehouse`, and a tiny model whose tokenizer was trained on its rende
 
 import datetime as dt
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pandas as pd
@@ -11,6 +12,8 @@ from assets.decision_points import decision_points
 from assets.mined_trajectories import mined_trajectories
 from assets.raw_sessions import raw_sessions
 from assets.rendered_splits import rendered_splits
+from resources.adapter_registry import AdapterRegistryResource
+from resources.mlx_trainer import MLXTrainer
 from resources.parquet_io_manager import ParquetIOManager
 from resources.session_sources import DEFAULT_ROOTS, SessionSources
 from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
@@ -46,3 +49,23 @@ def ingest_sample_window(root: Path, sessions_per_day: int, seed: int) -> Path:
         for record in pd.read_parquet(path)["record"]
     ]
     return build_tiny_model(root / "model", texts, TinyModelSpec(vocab_size=512))
+
+
+def weekly_resources(root: Path) -> dict[str, Any]:
+    """The weekly assets' resources over `root`: its warehouse, a SQLite registry, and a trainer of
+    two steps on the tiny model (seconds on the CPU)."""
+    return {
+        "io_manager": ParquetIOManager(base_dir=str(root / "warehouse")),
+        "adapter_registry": AdapterRegistryResource(url=f"sqlite:///{root / 'adapters.sqlite'}"),
+        "trainer": MLXTrainer(
+            base_model=str(root / "model"),
+            num_layers=-1,
+            iters=2,
+            batch_size=1,
+            val_batches=1,
+            steps_per_report=1,
+            steps_per_eval=2,
+            learning_rate=5e-3,
+            max_seq_length=4096,
+        ),
+    }

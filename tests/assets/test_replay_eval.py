@@ -16,29 +16,9 @@ from assets.lora_adapter import lora_adapter
 from assets.rendered_splits import rendered_splits
 from assets.replay_eval import replay_eval
 from resources.adapter_registry import AdapterRegistryResource
-from resources.mlx_trainer import MLXTrainer
-from resources.parquet_io_manager import ParquetIOManager
-from tests.assets.sample_window import WEEK, ingest_sample_window
+from tests.assets.sample_window import WEEK, ingest_sample_window, weekly_resources
 
 EVAL = {"holdout_cases": 6, "seen_exact_cases": 3, "seen_variant_cases": 3, "max_tokens": 16, "min_cases": 1}
-
-
-def _resources(root: Path) -> dict[str, Any]:
-    return {
-        "io_manager": ParquetIOManager(base_dir=str(root / "warehouse")),
-        "adapter_registry": AdapterRegistryResource(url=f"sqlite:///{root / 'adapters.sqlite'}"),
-        "trainer": MLXTrainer(
-            base_model=str(root / "model"),
-            num_layers=-1,
-            iters=2,
-            batch_size=1,
-            val_batches=1,
-            steps_per_report=1,
-            steps_per_eval=2,
-            learning_rate=5e-3,
-            max_seq_length=4096,
-        ),
-    }
 
 
 def _train_and_evaluate(
@@ -48,7 +28,7 @@ def _train_and_evaluate(
         [rendered_splits.to_source_asset(), lora_adapter, replay_eval],
         partition_key=WEEK,
         instance=instance,
-        resources=_resources(root),
+        resources=weekly_resources(root),
         run_config={
             "ops": {
                 "lora_adapter": {
