@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import codecs
 import datetime as dt
+import itertools
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -204,30 +205,40 @@ def content_text(content: object, where: str = "content") -> str | None:
 # --- JSON-lines formats ----------------------------------------------------------------------
 
 
-def _first_line(head: bytes) -> tuple[bytes, bool]:
-    """The first non-blank line of a file's head, and whether its newline falls inside the head."""
+SNIFF_LINES = 20  # lines of the head a sniff may look through
+
+
+def _head_lines(head: bytes) -> Iterator[tuple[bytes, bool]]:
+    """The non-blank lines of a file's head, each with whether its newline falls inside the head."""
     start = 0
-    while True:
+    while start <= len(head):
         end = head.find(b"\n", start)
         if end == -1:
-            return head[start:].strip(), False
+            line = head[start:].strip()
+            if line:
+                yield line, False
+            return
         line = head[start:end].strip()
         if line:
-            return line, True
+            yield line, True
         start = end + 1
 
 
 def sniff_first_line(
     head: bytes, matches: Callable[[dict[str, Any]], bool], prefix: re.Pattern[bytes]
 ) -> bool:
-    """Judge a JSON-lines head by its first line: the parsed object when the line is whole, or the
-    line's opening bytes when the head cuts a long line short."""
-    line, complete = _first_line(head)
-    try:
-        obj = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return not complete and prefix.match(line) is not None
-    return isinstance(obj, dict) and matches(obj)
+    """Judge a JSON-lines head by its first line that parses (a damaged line before it must not
+    cost the file its good lines: it is quarantined like any other), or by a line's opening bytes
+    when the head cuts that line short."""
+    for line, complete in itertools.islice(_head_lines(head), SNIFF_LINES):
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            if not complete:
+                return prefix.match(line) is not None
+            continue
+        return isinstance(obj, dict) and matches(obj)
+    return False
 
 
 _NAME_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
