@@ -253,10 +253,27 @@ _AWS_SECRET = re.compile(r"[A-Za-z0-9/+]{40}")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
+# Templates that start with "%": Windows' %NAME%, printf's %s and Python's %(name)s.
+_PERCENT_TEMPLATE = re.compile(r"%[A-Za-z_][A-Za-z0-9_]*%|%\([A-Za-z_]\w*\)[sdr]|%[sdr]")
+
+
+def _looks_random(value: str) -> bool:
+    """Upper and lower case letters and digits together: a key, not a path or a word."""
+    return (
+        any(c.isupper() for c in value)
+        and any(c.islower() for c in value)
+        and any(c.isdigit() for c in value)
+    )
+
+
 def _is_reference(value: str) -> bool:
     """True for values that name or template a secret rather than being one."""
-    if not value or value.startswith(("[REDACTED", "$", "%", "<", "{", "#{")):
+    if not value or value.startswith(("[REDACTED", "$", "<", "{", "#{")):
         return True
+    if value.startswith("%"):
+        return _PERCENT_TEMPLATE.fullmatch(value) is not None
+    if _AWS_SECRET.fullmatch(value) and _looks_random(value):
+        return False  # an AWS secret key may start with "/" (1 in 64): not a path
     if all(c.isalpha() or c in _WORDISH for c in value):
         return True  # identifiers, dotted paths, words: gitleaks' ^[a-zA-Z_.-]+$ allowlist
     if all(c in _MASK for c in value) or _NUMBER.fullmatch(value):
