@@ -15,8 +15,8 @@ Lines to damage are drawn with `random.Random(seed)` among lines that are *indep
 whose loss (the line blanked) leaves every other line's rows as they were. A Codex function call
 names the output that follows it, an own-agent entry's time can split a session: losing such a
 line legitimately changes its neighbours, so it would prove nothing here. A damaged first line
-is tested on its own at the end (sniffing must look past it); an oversize line in a Codex head,
-which costs the earlier events their model today, is kept there as a strict xfail.
+and an oversize line in a Codex head (which once cost earlier events their model) are tested on
+their own at the end.
 
     .venv/bin/pytest tests/reliability/test_fuzz.py -q
 """
@@ -444,12 +444,6 @@ def _clean_and_fuzzed(
     return fuzzed, clean_events, events, quarantine
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="codex._read_head reads the model from the first turn_context through head_objects, whose "
-    "4 MiB budget an oversize line among the first 50 lines exhausts: the head read stops there and "
-    "every event before the turn_context line loses `model` (the session_meta event among them).",
-)
 @pytest.mark.parametrize("name", ["real_codex_localpush", "real_codex_codemie", "generated_codex"])
 def test_an_oversize_line_in_a_codex_head_costs_only_itself(
     name: str, generated_corpus: Path, tmp_path: Path

@@ -130,11 +130,15 @@ def head_objects(
         budget = max_bytes
         for _ in range(max_lines):
             raw, byte_len, oversize = read_capped_line(handle, min(MAX_LINE_BYTES, budget))
-            budget -= byte_len
-            if not raw or budget <= 0:
+            if not raw:
                 return
             if oversize:
+                # Skipped unparsed (the full read quarantines it): it must not use up the budget
+                # and hide the lines after it, which may hold the session's id or model.
                 continue
+            budget -= byte_len
+            if budget <= 0:
+                return
             try:
                 obj = orjson.loads(raw)
             except orjson.JSONDecodeError:
