@@ -54,6 +54,9 @@ WEEKLY = ("lora_adapter", "replay_eval")
 WEEK = "2026-11-22"
 SERVER_START_S = 180  # the webserver, the daemon and a code server importing mlx, on two busy cores
 UI_TIMEOUT_MS = 60_000
+# Assertions wait as long as page actions: on two busy cores the graph's nodes load their
+# partition status for several seconds ("Loading..."), past Playwright's 5 s default.
+expect.set_options(timeout=UI_TIMEOUT_MS)
 LOCATION_QUERY = """{ workspaceOrError { __typename ... on Workspace { locationEntries {
     name loadStatus locationOrLoadError { __typename ... on PythonError { message } } } } } }"""
 
