@@ -50,6 +50,7 @@ bench: install  ## ingestion, redaction, our trainer against mlx_lm.lora, replay
 	$(BIN)/python bench/bench_ingest.py
 	$(BIN)/python bench/bench_redact.py
 	$(BIN)/python bench/bench_backfill.py
+	$(BIN)/python bench/bench_incremental.py
 	test -d data/artifacts/adapters || $(BIN)/trajectory-pipeline demo  # the model and data of the next two
 	$(BIN)/python bench/bench_training.py
 	$(BIN)/python bench/bench_eval.py
