@@ -2,6 +2,7 @@
 into `root/warehouse`, and a tiny model whose tokenizer was trained on its rendered records."""
 
 import datetime as dt
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -9,9 +10,11 @@ import dagster as dg
 import pandas as pd
 
 from assets.decision_points import decision_points
+from assets.lora_adapter import lora_adapter
 from assets.mined_trajectories import mined_trajectories
 from assets.raw_sessions import raw_sessions
 from assets.rendered_splits import rendered_splits
+from assets.replay_eval import replay_eval
 from resources.adapter_registry import AdapterRegistryResource
 from resources.mlx_trainer import MLXTrainer
 from resources.parquet_io_manager import ParquetIOManager
@@ -26,10 +29,15 @@ RANGE = {
 }
 
 
-def ingest_sample_window(root: Path, sessions_per_day: int, seed: int) -> Path:
-    """Two sample days (2026-11-21 and 22) ingested through rendered_splits; returns the tiny model."""
+def ingest_sample_window(
+    root: Path, sessions_per_day: int, seed: int, before: Callable[[Path], None] | None = None
+) -> Path:
+    """Two sample days (2026-11-21 and 22) ingested through rendered_splits; returns the tiny model.
+    `before`, when given, may rewrite the generated corpus (its folder) before ingestion."""
     spec = CorpusSpec(days=2, end_date=dt.date(2026, 11, 22), sessions_per_day=sessions_per_day, seed=seed)
     generate_corpus(root / "corpus", spec)
+    if before is not None:
+        before(root / "corpus")
     roots = {f"{source}_root": str(root / "corpus" / sub) for source, sub in SOURCE_FOLDERS.items()}
     off = {f"{source}_root": "" for source in DEFAULT_ROOTS if source not in SOURCE_FOLDERS}
     ingest = dg.materialize(
@@ -69,3 +77,23 @@ def weekly_resources(root: Path) -> dict[str, Any]:
             max_seq_length=4096,
         ),
     }
+
+
+def train_and_evaluate(
+    root: Path, eval_config: dict[str, Any], instance: dg.DagsterInstance | None = None
+) -> dg.ExecuteInProcessResult:
+    """lora_adapter then replay_eval for WEEK over `root` (see weekly_resources)."""
+    return dg.materialize(
+        [rendered_splits.to_source_asset(), lora_adapter, replay_eval],
+        partition_key=WEEK,
+        instance=instance,
+        resources=weekly_resources(root),
+        run_config={
+            "ops": {
+                "lora_adapter": {
+                    "config": {"artifacts_dir": str(root / "artifacts"), "pad_small_splits": True}
+                },
+                "replay_eval": {"config": eval_config},
+            }
+        },
+    )

@@ -12,11 +12,8 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from assets.lora_adapter import lora_adapter
-from assets.rendered_splits import rendered_splits
-from assets.replay_eval import replay_eval
 from resources.adapter_registry import AdapterRegistryResource
-from tests.assets.sample_window import WEEK, ingest_sample_window, weekly_resources
+from tests.assets.sample_window import WEEK, ingest_sample_window, train_and_evaluate
 
 EVAL = {"holdout_cases": 6, "seen_exact_cases": 3, "seen_variant_cases": 3, "max_tokens": 16, "min_cases": 1}
 
@@ -24,20 +21,7 @@ EVAL = {"holdout_cases": 6, "seen_exact_cases": 3, "seen_variant_cases": 3, "max
 def _train_and_evaluate(
     root: Path, instance: dg.DagsterInstance, **eval_config: Any
 ) -> dg.ExecuteInProcessResult:
-    return dg.materialize(
-        [rendered_splits.to_source_asset(), lora_adapter, replay_eval],
-        partition_key=WEEK,
-        instance=instance,
-        resources=weekly_resources(root),
-        run_config={
-            "ops": {
-                "lora_adapter": {
-                    "config": {"artifacts_dir": str(root / "artifacts"), "pad_small_splits": True}
-                },
-                "replay_eval": {"config": {**EVAL, **eval_config}},
-            }
-        },
-    )
+    return train_and_evaluate(root, {**EVAL, **eval_config}, instance)
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ its identifying parts and patterns written here, independent of `trajectory_pipe
 from __future__ import annotations
 
 import base64
-import datetime as dt
 import json
 import os
 import random
@@ -25,21 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import dagster as dg
 import pandas as pd
 import pytest
 
-from assets.decision_points import decision_points
-from assets.lora_adapter import lora_adapter
-from assets.mined_trajectories import mined_trajectories
-from assets.raw_sessions import raw_sessions
-from assets.rendered_splits import rendered_splits
-from assets.replay_eval import replay_eval
-from resources.parquet_io_manager import ParquetIOManager
-from resources.session_sources import DEFAULT_ROOTS, SessionSources
-from tests.assets.sample_window import RANGE, WEEK, weekly_resources
-from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
-from trajectory_pipeline.tiny_model import TinyModelSpec, build_tiny_model
+from tests.assets.sample_window import ingest_sample_window, train_and_evaluate
 
 pytestmark = pytest.mark.slow  # about 30 s: ingestion, two training steps and a replay eval
 
@@ -379,33 +367,6 @@ def _texts(root: Path) -> dict[str, str]:
     return out
 
 
-def _ingest(root: Path, before: Callable[[Path], None]) -> None:
-    """tests/assets/sample_window.ingest_sample_window, with `before` run on the corpus first."""
-    spec = CorpusSpec(
-        days=2, end_date=dt.date(2026, 11, 22), sessions_per_day=6, seed=11
-    )  # as test_replay_eval: every split non-empty
-    generate_corpus(root / "corpus", spec)
-    before(root / "corpus")
-    roots = {f"{source}_root": str(root / "corpus" / sub) for source, sub in SOURCE_FOLDERS.items()}
-    off = {f"{source}_root": "" for source in DEFAULT_ROOTS if source not in SOURCE_FOLDERS}
-    ingest = dg.materialize(
-        [raw_sessions, mined_trajectories, decision_points, rendered_splits],
-        tags=RANGE,
-        run_config={"ops": {"rendered_splits": {"config": {"max_length": 6000}}}},
-        resources={
-            "io_manager": ParquetIOManager(base_dir=str(root / "warehouse")),
-            "session_sources": SessionSources(**roots, **off),
-        },
-    )
-    assert ingest.success
-    texts = [
-        record
-        for path in sorted((root / "warehouse" / "rendered_splits").glob("*.parquet"))
-        for record in pd.read_parquet(path)["record"]
-    ]
-    build_tiny_model(root / "model", texts, TinyModelSpec(vocab_size=512))
-
-
 @dataclass(frozen=True)
 class Run:
     canaries: list[Canary]
@@ -424,28 +385,16 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     def plant_all(corpus: Path) -> None:
         planted.update(plant(corpus, [*canaries, *GAPS.values()]))
 
-    _ingest(root, plant_all)
-    result = dg.materialize(
-        [rendered_splits.to_source_asset(), lora_adapter, replay_eval],
-        partition_key=WEEK,
-        resources=weekly_resources(root),
-        run_config={
-            "ops": {
-                "lora_adapter": {
-                    "config": {"artifacts_dir": str(root / "artifacts"), "pad_small_splits": True}
-                },
-                "replay_eval": {
-                    "config": {
-                        "holdout_cases": 2,
-                        "seen_exact_cases": 1,
-                        "seen_variant_cases": 1,
-                        "max_tokens": 8,
-                        "min_cases": 1,
-                    }
-                },
-            }
-        },
-    )
+    # As test_replay_eval's window: every split non-empty.
+    ingest_sample_window(root, sessions_per_day=6, seed=11, before=plant_all)
+    eval_config = {
+        "holdout_cases": 2,
+        "seen_exact_cases": 1,
+        "seen_variant_cases": 1,
+        "max_tokens": 8,
+        "min_cases": 1,
+    }
+    result = train_and_evaluate(root, eval_config)
     assert result.success
     report = Path(str(result.asset_materializations_for_node("replay_eval")[0].metadata["report_path"].value))
     corpus = "\n".join(
