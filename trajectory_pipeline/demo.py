@@ -16,10 +16,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from trajectory_pipeline.eval_report import summarize
 from trajectory_pipeline.mlx_data import read_manifest
 from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
 from trajectory_pipeline.schema import SOURCES
@@ -202,12 +204,12 @@ def _eval_table(frame: Any) -> str:
         f"{'pass rate':>11}{'decisive pass rate':>20}"
     )
     lines = [header, "-" * (len(header) - 1)]
-    for (lane, model), group in frame.groupby(["lane", "model"], sort=False):
-        decisive = group[group["decisive"]]
-        rate = f"{decisive['passed'].mean():.1%}" if len(decisive) else "-"
+    for row in summarize(frame).to_dict("records"):
+        decisive = row["decisive_pass_rate"]
+        rate = "-" if pd.isna(decisive) else f"{decisive:.1%}"
         lines.append(
-            f"{lane:<14}{model:<11}{group['decision_id'].nunique():>7}{group['parsed'].mean():>12.1%}"
-            f"{group['name_match'].mean():>12.1%}{group['passed'].mean():>11.1%}{rate:>20}"
+            f"{row['lane']:<14}{row['model']:<11}{row['cases']:>7}{1 - row['invalid_rate']:>12.1%}"
+            f"{row['name_match_rate']:>12.1%}{row['pass_rate']:>11.1%}{rate:>20}"
         )
     return "\n".join(lines)
 
