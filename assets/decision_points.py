@@ -16,6 +16,7 @@ import pandas as pd
 import pyarrow.dataset as pads
 from pydantic import Field
 
+from assets import OWNERS
 from assets.metadata import as_table, counter_md, frame_md, single_or_dict
 from assets.partitions import daily_partitions
 from trajectory_pipeline.decisions import DECISION_SCHEMA, DecisionConfig, extract_decision_points, learnable
@@ -66,7 +67,7 @@ class DecisionPointsConfig(dg.Config):
     backfill_policy=dg.BackfillPolicy.single_run(),
     group_name="ingest",
     compute_kind="pandas",
-    owners=["team:trajectory-pipeline"],
+    owners=OWNERS,
     tags={"stage": "decisions"},
     check_specs=[
         dg.AssetCheckSpec("enough_decision_points", asset="decision_points"),

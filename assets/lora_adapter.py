@@ -19,6 +19,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from assets import OWNERS
 from assets.metadata import as_table
 from assets.partitions import WINDOW_WEEKS, rendered_window, weekly_partitions
 from resources.adapter_registry import AdapterRegistryResource
@@ -58,7 +59,7 @@ class LoraAdapterConfig(dg.Config):
     compute_kind="mlx",
     pool="mlx_training",
     ins={"rendered_splits": rendered_window()},
-    owners=["team:trajectory-pipeline"],
+    owners=OWNERS,
     tags={"stage": "training"},
     # Sunday 03:00 schedule plus training time: late after a week and a half-day, failing after 8 days.
     freshness_policy=dg.FreshnessPolicy.time_window(

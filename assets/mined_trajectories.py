@@ -16,6 +16,7 @@ import pandas as pd
 import pyarrow.dataset as pads
 from pydantic import Field
 
+from assets import OWNERS
 from assets.metadata import as_table, counter_md, frame_md, single_or_dict
 from assets.partitions import daily_partitions
 from trajectory_pipeline.mining import TRAJECTORY_SCHEMA, MiningConfig, mine_trajectories
@@ -51,7 +52,7 @@ class MinedTrajectoriesConfig(dg.Config):
     backfill_policy=dg.BackfillPolicy.single_run(),
     group_name="ingest",
     compute_kind="pandas",
-    owners=["team:trajectory-pipeline"],
+    owners=OWNERS,
     tags={"stage": "mining"},
     check_specs=[
         dg.AssetCheckSpec("kept_attempts", asset="mined_trajectories", description="Enough gold + silver."),

@@ -19,6 +19,7 @@ import dagster as dg
 import pyarrow.parquet as pq
 from pydantic import Field
 
+from assets import OWNERS
 from assets.metadata import counter_md, frame_md
 from assets.partitions import daily_partitions
 from resources.session_sources import SessionSources
@@ -55,13 +56,13 @@ class IngestConfig(dg.Config):
         "raw_sessions": dg.AssetOut(
             description="One row per agent event of the sessions that started that UTC day, redacted.",
             io_manager_key="io_manager",
-            owners=["team:trajectory-pipeline"],
+            owners=OWNERS,
             tags={"stage": "ingest"},
         ),
         "raw_sessions_quarantine": dg.AssetOut(
             description="Lines that could not be read, with the reason and a redacted excerpt.",
             io_manager_key="io_manager",
-            owners=["team:trajectory-pipeline"],
+            owners=OWNERS,
             tags={"stage": "ingest"},
         ),
     },

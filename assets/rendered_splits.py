@@ -19,6 +19,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from assets import OWNERS
 from assets.metadata import as_table, counter_md, single_or_dict
 from assets.partitions import daily_partitions
 from trajectory_pipeline.mlx_data import DatasetManifest, SplitTooSmallError
@@ -91,7 +92,7 @@ class RenderedSplitsConfig(dg.Config):
     backfill_policy=dg.BackfillPolicy.single_run(),
     group_name="ingest",
     compute_kind="pandas",
-    owners=["team:trajectory-pipeline"],
+    owners=OWNERS,
     tags={"stage": "rendering"},
     check_specs=[
         dg.AssetCheckSpec(

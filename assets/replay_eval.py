@@ -19,6 +19,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from assets import OWNERS
 from assets.metadata import as_table, frame_md
 from assets.partitions import rendered_window, weekly_partitions
 from resources.adapter_registry import AdapterRegistryResource
@@ -77,7 +78,7 @@ class ReplayEvalConfig(dg.Config):
             "decisions (a warning when it was rejected; the reason is in the result).",
         )
     ],
-    owners=["team:trajectory-pipeline"],
+    owners=OWNERS,
     tags={"stage": "evaluation"},
 )
 def replay_eval(
