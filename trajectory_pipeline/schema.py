@@ -146,6 +146,7 @@ def canonical_json(value: Any) -> str:
 
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_NAIVE_EPOCH = dt.datetime(1970, 1, 1)
 
 
 def parse_ts(value: object) -> int | None:
@@ -154,22 +155,21 @@ def parse_ts(value: object) -> int | None:
     Naive ISO strings are read as UTC. Returns None for anything unreadable, so a
     bad timestamp costs one field, not the row.
     """
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        seconds = float(value)
-        if seconds > 1e11:  # epoch milliseconds
-            seconds /= 1000.0
-        return round(seconds * 1_000_000)
-    if not isinstance(value, str) or not value:
-        return None
+    if type(value) is not str:  # strings first: nearly every call has one
+        if value is None or isinstance(value, bool):
+            return None
+        if isinstance(value, int | float):
+            seconds = float(value)
+            if seconds > 1e11:  # epoch milliseconds
+                seconds /= 1000.0
+            return round(seconds * 1_000_000)
+        if not isinstance(value, str):
+            return None
     try:
         parsed = dt.datetime.fromisoformat(value)
     except ValueError:
         return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt.UTC)
-    delta = parsed - _EPOCH
+    delta = parsed - (_EPOCH if parsed.tzinfo is not None else _NAIVE_EPOCH)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 

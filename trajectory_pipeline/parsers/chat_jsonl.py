@@ -35,11 +35,12 @@ from trajectory_pipeline.parsers.common import (
     get_dict,
     get_list,
     get_str,
+    new_event,
     parse_arguments,
     sniff_first_line,
 )
 from trajectory_pipeline.parsers.lines import MAX_LINE_BYTES, read_json_lines
-from trajectory_pipeline.schema import BadLine, Event, canonical_json, event, parse_ts
+from trajectory_pipeline.schema import BadLine, Event, canonical_json, parse_ts
 
 SOURCE = "chat_jsonl"
 GLOBS = ("**/*.jsonl",)
@@ -108,15 +109,8 @@ def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | 
             file_start = fallback_start(path)
         session_start = line_ts if line_ts is not None else file_start
         yield from orphans.release(session_id, session_start)
-        base = {
-            "source": SOURCE,
-            "session_id": session_id,
-            "session_start": session_start,
-            "source_path": source_path,
-            "line_no": item.line_no,
-        }
         try:
-            events = _conversation(obj, base, seq, line_ts)
+            rows, model = _conversation(obj, line_ts)
         except RecordError as err:
             yield bad_record(
                 SOURCE,
@@ -129,23 +123,32 @@ def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | 
                 session_start=session_start,
             )
         else:
-            seq += len(events)
-            yield from events
+            # After the row's fields: is_error, exit_code, cwd, repo and git_branch (none known
+            # here), the model, and the defaults of the rest.
+            line_no = item.line_no
+            rest = (None, None, None, None, None, model, False, None, None, None, False, None, False, 0)
+            for row in rows:
+                yield new_event((SOURCE, session_id, session_start, source_path, line_no, seq, *row, *rest))
+                seq += 1
     yield from orphans.release(None, None)
 
 
-def _conversation(obj: dict[str, Any], base: dict[str, Any], seq: int, line_ts: int | None) -> list[Event]:
-    """All events of one line, built before any is yielded so a broken line is quarantined whole."""
+# One event's own fields, in `Event` order: ts, role, kind, text, tool_name, tool_call_id and
+# tool_input. A plain tuple: a line has dozens, each spliced into its event at once.
+_Row = tuple[int | None, str, str, str | None, str | None, str | None, str | None]
+
+
+def _conversation(obj: dict[str, Any], line_ts: int | None) -> tuple[list[_Row], str | None]:
+    """All events of one line and its model, read before any is yielded so a broken line is
+    quarantined whole."""
     messages = get_list(obj, "messages")
     if messages is None:
         raise UnknownRecordType("not a chat record: no messages list")
-    base = {**base, "model": get_str(obj, "model")}
-    out: list[dict[str, Any]] = []
+    model = get_str(obj, "model")
+    out: list[_Row] = []
     tools = get_list(obj, "tools")
     if tools:
-        out.append(
-            {"ts": line_ts, "role": "system", "kind": "meta", "text": canonical_json({"tools": tools})}
-        )
+        out.append((line_ts, "system", "meta", canonical_json({"tools": tools}), None, None, None))
     call_names: dict[str, str] = {}
     for index, message in enumerate(messages):
         where = f"messages[{index}]."
@@ -153,56 +156,47 @@ def _conversation(obj: dict[str, Any], base: dict[str, Any], seq: int, line_ts: 
             raise WrongFieldType(where.rstrip("."), "an object", message)
         ts = parse_ts(message.get("timestamp"))
         out.extend(_message_events(message, where, ts if ts is not None else line_ts, call_names))
-    return [event(**base, seq=seq + offset, **fields) for offset, fields in enumerate(out)]
+    return out, model
 
 
 def _message_events(
     message: dict[str, Any], where: str, ts: int | None, call_names: dict[str, str]
-) -> list[dict[str, Any]]:
+) -> list[_Row]:
     role = get_str(message, "role", where)
     text = content_text(message.get("content"), where + "content")
     if role in ("system", "developer"):
-        return [{"ts": ts, "role": "system", "kind": "meta", "text": text}]
+        return [(ts, "system", "meta", text, None, None, None)]
     if role == "user":
-        return [{"ts": ts, "role": "user", "kind": "message", "text": text}]
+        return [(ts, "user", "message", text, None, None, None)]
     if role == "assistant":
         return _assistant_events(message, where, ts, text, call_names)
     if role in ("tool", "function"):
         call_id = get_str(message, "tool_call_id", where)
         name = get_str(message, "name", where) or call_names.get(call_id or "")
-        return [
-            {
-                "ts": ts,
-                "role": "tool",
-                "kind": "tool_result",
-                "text": text,
-                "tool_name": name,
-                "tool_call_id": call_id,
-            }
-        ]
+        return [(ts, "tool", "tool_result", text, name, call_id, None)]
     raise UnknownRecordType(f"{where}role: unknown role {role!r}")
 
 
 def _assistant_events(
     message: dict[str, Any], where: str, ts: int | None, text: str | None, call_names: dict[str, str]
-) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+) -> list[_Row]:
+    out: list[_Row] = []
     reasoning = get_str(message, "reasoning_content", where)
     if reasoning:
-        out.append({"ts": ts, "role": "assistant", "kind": "reasoning", "text": reasoning})
+        out.append((ts, "assistant", "reasoning", reasoning, None, None, None))
     calls = list(enumerate(get_list(message, "tool_calls", where) or []))
     legacy = get_dict(message, "function_call", where)
     if legacy is not None:
         calls.append((-1, {"function": legacy}))
     if text or not calls:
-        out.append({"ts": ts, "role": "assistant", "kind": "message", "text": text})
+        out.append((ts, "assistant", "message", text, None, None, None))
     for index, call in calls:
         call_where = f"{where}tool_calls[{index}]." if index >= 0 else f"{where}function_call."
         out.append(_tool_call(call, call_where, ts, call_names))
     return out
 
 
-def _tool_call(call: object, where: str, ts: int | None, call_names: dict[str, str]) -> dict[str, Any]:
+def _tool_call(call: object, where: str, ts: int | None, call_names: dict[str, str]) -> _Row:
     if not isinstance(call, dict):
         raise WrongFieldType(where.rstrip("."), "an object", call)
     # Some exports flatten {name, arguments} into the call instead of nesting them under `function`.
@@ -214,11 +208,4 @@ def _tool_call(call: object, where: str, ts: int | None, call_names: dict[str, s
     if call_id is not None:
         call_names[call_id] = name
     arguments = parse_arguments(function.get("arguments"), where + "function.arguments")
-    return {
-        "ts": ts,
-        "role": "assistant",
-        "kind": "tool_call",
-        "tool_name": name,
-        "tool_call_id": call_id,
-        "tool_input": canonical_json(arguments),
-    }
+    return (ts, "assistant", "tool_call", None, name, call_id, canonical_json(arguments))

@@ -21,23 +21,24 @@ the session's first timestamp in this file, and lacking any timestamp, the file'
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
-from trajectory_pipeline.parsers.common import Fields, WrongFieldType, bad_record
-from trajectory_pipeline.parsers.lines import MAX_LINE_BYTES, file_mtime_us, read_json_lines
+from trajectory_pipeline.parsers.common import WrongFieldType, bad_record, new_event
+from trajectory_pipeline.parsers.lines import MAX_LINE_BYTES, JsonLine, file_mtime_us, read_json_lines
 from trajectory_pipeline.schema import (
+    OVERSIZE_LINE,
     UNKNOWN_RECORD_TYPE,
     WRONG_FIELD_TYPE,
     BadLine,
     Event,
     canonical_json,
-    event,
     parse_ts,
     repo_name,
 )
@@ -92,6 +93,9 @@ _EXIT_CODE = re.compile(r"Exit code (-?\d+)\b")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 _SNIFF_LINES = 20
+# Lines `parse` reads before its first event, enough to learn the first session's start in any
+# real transcript (one to five lines) without a second read of the file.
+_HEAD_LINES = 16
 
 
 # ---------------------------------------------------------------- module API
@@ -115,11 +119,13 @@ def sniff(path: Path, head: bytes) -> bool:
 
 def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | BadLine]:
     """Stream the file's events, and a BadLine for each line that cannot be read."""
-    sessions = _Sessions(path)
+    items = read_json_lines(path, SOURCE, max_line_bytes)
+    head = list(itertools.islice(items, _HEAD_LINES))
+    sessions = _Sessions(path, _first_timestamp_in_head(path, head, max_line_bytes))
     carry = _Carry()
     source_path = str(path)
     seq = 0
-    for item in read_json_lines(path, SOURCE, max_line_bytes):
+    for item in itertools.chain(head, items):
         if isinstance(item, BadLine):
             session_id, start = sessions.now()
             yield item._replace(session_id=session_id, session_start=start)
@@ -127,25 +133,50 @@ def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | 
         obj = item.obj
         session_id, start = sessions.advance(obj)
         try:
-            rows = _line_fields(obj, carry)
+            read = _read_line(obj, carry)
         except WrongFieldType:
-            rows, reason = None, WRONG_FIELD_TYPE
+            read, reason = None, WRONG_FIELD_TYPE
         else:
             reason = UNKNOWN_RECORD_TYPE  # when there are no rows: a type this parser does not know
-        if rows is None:
+        if read is None:
             yield bad_record(
                 SOURCE, source_path, item.line_no, reason, obj, session_id=session_id, session_start=start
             )
             continue
-        for fields in rows:
-            yield event(
-                source=SOURCE,
-                session_id=session_id,
-                session_start=start,
-                source_path=source_path,
-                line_no=item.line_no,
-                seq=seq,
-                **fields,
+        line, rows = read
+        ts, cwd, repo, git_branch, is_sidechain, agent_id, event_id, parent_id = line
+        for row in rows:
+            role, kind, text, model, tool_name, call_id, tool_input, is_error, exit_code, interrupted = row
+            yield new_event(
+                (
+                    SOURCE,
+                    session_id,
+                    start,
+                    source_path,
+                    item.line_no,
+                    seq,
+                    ts,
+                    role,
+                    kind,
+                    text,
+                    tool_name,
+                    call_id,
+                    tool_input,
+                    is_error,
+                    exit_code,
+                    cwd,
+                    repo,
+                    git_branch,
+                    model,
+                    is_sidechain,
+                    agent_id,
+                    event_id,
+                    parent_id,
+                    interrupted,
+                    None,  # confidence
+                    False,  # text_truncated
+                    0,  # redactions
+                )
             )
             seq += 1
 
@@ -187,9 +218,10 @@ def _looks_like_claude_prefix(head: bytes) -> bool:
 class _Sessions:
     """Which session each line belongs to, and when that session started (see module docstring)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, first: tuple[str | None, int | None] | None = None) -> None:
+        """`first`: the file's first session and its first timestamp, when the caller has read them."""
         self._path = path
-        first_id, first_ts = _first_timestamp_of(path, None)
+        first_id, first_ts = _first_timestamp_of(path, None) if first is None else first
         self._home = first_id if first_id is not None else path.stem
         self._starts: dict[str, int | None] = {self._home: _session_start(path, self._home, first_ts)}
         self._current: str | None = None
@@ -202,14 +234,15 @@ class _Sessions:
     def advance(self, obj: dict[str, Any]) -> tuple[str, int | None]:
         """Move to the next line's session, learning its start when it is new."""
         session_id = _session_id(obj)
-        if session_id is not None:
-            self._current = session_id
-            if session_id not in self._starts:
-                own = parse_ts(obj.get("timestamp"))
-                if own is None:
-                    own = _first_timestamp_of(self._path, session_id)[1]
-                self._starts[session_id] = _session_start(self._path, session_id, own)
-        return self.now()
+        if session_id is None:
+            return self.now()
+        self._current = session_id
+        if session_id not in self._starts:
+            own = parse_ts(obj.get("timestamp"))
+            if own is None:
+                own = _first_timestamp_of(self._path, session_id)[1]
+            self._starts[session_id] = _session_start(self._path, session_id, own)
+        return session_id, self._starts[session_id]
 
 
 def _session_id(obj: dict[str, Any]) -> str | None:
@@ -223,10 +256,39 @@ def _first_timestamp_of(path: Path, wanted: str | None) -> tuple[str | None, int
     Streams only as far as needed, which is a line or two for any real transcript.
     Returns the session id it looked for (None when the file names none) and the timestamp.
     """
+    found = _first_timestamp_in(read_json_lines(path, SOURCE), wanted)
+    return found.session_id, found.ts
+
+
+def _first_timestamp_in_head(
+    path: Path, head: list[JsonLine | BadLine], max_line_bytes: int
+) -> tuple[str | None, int | None]:
+    """`_first_timestamp_of(path, None)`, from the first lines `parse` has read when they settle it.
+
+    They do unless the answer lies past them, or a line among them reads differently at the
+    default cap `_first_timestamp_of` uses (one over the parse's cap).
+    """
+    found = _first_timestamp_in(head, None)
+    if (
+        (found.at_end and len(head) == _HEAD_LINES)
+        or max_line_bytes > MAX_LINE_BYTES
+        or any(isinstance(item, BadLine) and item.reason == OVERSIZE_LINE for item in head)
+    ):
+        return _first_timestamp_of(path, None)
+    return found.session_id, found.ts
+
+
+class _FirstTimestamp(NamedTuple):
+    session_id: str | None
+    ts: int | None
+    at_end: bool  # decided by running out of lines, not by a line
+
+
+def _first_timestamp_in(items: Iterable[JsonLine | BadLine], wanted: str | None) -> _FirstTimestamp:
     first_session = wanted is None
     current: str | None = None
     early: int | None = None  # lines before any sessionId belong to the first session
-    for item in read_json_lines(path, SOURCE):
+    for item in items:
         if isinstance(item, BadLine):
             continue
         session_id = _session_id(item.obj)
@@ -237,12 +299,12 @@ def _first_timestamp_of(path: Path, wanted: str | None) -> tuple[str | None, int
         if current is None:
             wanted = session_id if wanted is None else wanted
             if session_id == wanted and early is not None:
-                return wanted, early
+                return _FirstTimestamp(wanted, early, False)
         current = session_id if session_id is not None else current
         if current == wanted and ts is not None:
-            return wanted, ts
+            return _FirstTimestamp(wanted, ts, False)
     # A file naming no session is one session, and not one named elsewhere.
-    return wanted, early if current is None and first_session else None
+    return _FirstTimestamp(wanted, early if current is None and first_session else None, True)
 
 
 def _session_start(path: Path, session_id: str, own: int | None) -> int | None:
@@ -259,17 +321,17 @@ def _session_start(path: Path, session_id: str, own: int | None) -> int | None:
 
 def _session_files(path: Path, session_id: str) -> list[Path]:
     """Other files that may be the session's own: old and new sub-agent layouts."""
-    candidates = [path.parent / f"{session_id}.jsonl"]
-    if path.parent.name == "subagents":
-        session_dir = path.parent.parent
+    name = f"{session_id}.jsonl"
+    folder = path.parent
+    # Most often `path` is that file itself, which takes no asking the disk.
+    candidates = [] if path.name == name else [folder / name]
+    if folder.name == "subagents":
+        session_dir = folder.parent
         # The folder is named after the session; copies of a project may rename the file.
-        candidates += [
-            session_dir.parent / f"{session_id}.jsonl",
-            session_dir.parent / f"{session_dir.name}.jsonl",
-        ]
+        candidates += [session_dir.parent / name, session_dir.parent / f"{session_dir.name}.jsonl"]
     found: list[Path] = []
     for candidate in candidates:
-        if candidate.is_file() and candidate not in found and not _same_file(candidate, path):
+        if candidate not in found and candidate.is_file() and not _same_file(candidate, path):
             found.append(candidate)
     return found
 
@@ -289,54 +351,101 @@ class _Carry:
 
     def __init__(self) -> None:
         self.cwd: str | None = None
+        self.repo: str | None = None
         self.git_branch: str | None = None
 
 
-def _line_fields(obj: dict[str, Any], carry: _Carry) -> list[Fields] | None:
-    """The events of one line as field dicts; None for an unknown record type."""
+# The fields a line gives all its events: ts, cwd, repo, git_branch, is_sidechain, agent_id,
+# event_id and parent_id. A plain tuple: there is one per line, and it is unpacked at once.
+_Line = tuple[int | None, str | None, str | None, str | None, bool, str | None, str | None, str | None]
+
+
+# One event's own fields (a content block's): role, kind, text, model, tool_name, tool_call_id,
+# tool_input, is_error, exit_code and interrupted. A plain tuple, like `_Line`.
+_Row = tuple[
+    str, str, str | None, str | None, str | None, str | None, str | None, bool | None, int | None, bool
+]
+
+
+def _text_row(
+    role: str, kind: str, text: str | None, model: str | None = None, interrupted: bool = False
+) -> _Row:
+    return (role, kind, text, model, None, None, None, None, None, interrupted)
+
+
+def _read_line(obj: dict[str, Any], carry: _Carry) -> tuple[_Line, list[_Row]] | None:
+    """The shared fields and the events of one line; None for an unknown record type."""
     kind = obj.get("type")
     if not isinstance(kind, str):
         return None
     if kind in BOOKKEEPING_TYPES:
-        return []
+        return _NO_LINE, []
     handler = _HANDLERS.get(kind)
     if handler is None:
         return None
-    common = _common_fields(obj, carry)
-    return [{**common, **fields} for fields in handler(obj)]
+    line = _line(obj, carry)
+    rows = handler(obj)
+    if kind == "summary":
+        # A summary titles the conversation that ends at `leafUuid`, often in another file.
+        line = (*line[:7], _optional_str(obj, "leafUuid"))
+    return line, rows
 
 
-def _common_fields(obj: dict[str, Any], carry: _Carry) -> Fields:
-    cwd = _optional(obj, "cwd", str)
-    branch = _optional(obj, "gitBranch", str)
+def _line(obj: dict[str, Any], carry: _Carry) -> _Line:
+    # `_optional_str` for every field, inline: this runs for every line.
+    get = obj.get
+    cwd, branch = get("cwd"), get("gitBranch")
+    if not ((cwd is None or isinstance(cwd, str)) and (branch is None or isinstance(branch, str))):
+        _check_strings(obj, "cwd", "gitBranch")
     if cwd:
-        carry.cwd, carry.git_branch = cwd, branch or None
-    _optional(obj, "sessionId", str)  # checked here: _Sessions reads it leniently
-    agent_id = _optional(obj, "agentId", str)
-    return {
-        "ts": parse_ts(obj.get("timestamp")),
-        "cwd": carry.cwd,
-        "repo": repo_name(carry.cwd),
-        "git_branch": carry.git_branch,
-        "is_sidechain": obj.get("isSidechain") is True,
-        "agent_id": agent_id or None,
-        "event_id": _optional(obj, "uuid", str),
-        "parent_id": _optional(obj, "parentUuid", str),
-    }
+        if cwd != carry.cwd:
+            carry.cwd, carry.repo = cwd, repo_name(cwd)
+        carry.git_branch = branch or None
+    # sessionId is checked here: _Sessions reads it leniently.
+    session_id, agent_id, event_id, parent_id = (
+        get("sessionId"),
+        get("agentId"),
+        get("uuid"),
+        get("parentUuid"),
+    )
+    if not (
+        (session_id is None or isinstance(session_id, str))
+        and (agent_id is None or isinstance(agent_id, str))
+        and (event_id is None or isinstance(event_id, str))
+        and (parent_id is None or isinstance(parent_id, str))
+    ):
+        _check_strings(obj, "sessionId", "agentId", "uuid", "parentUuid")
+    return (
+        parse_ts(get("timestamp")),
+        carry.cwd,
+        carry.repo,
+        carry.git_branch,
+        get("isSidechain") is True,
+        agent_id or None,
+        event_id,
+        parent_id,
+    )
 
 
-def _user_fields(obj: dict[str, Any]) -> list[Fields]:
+def _check_strings(obj: dict[str, Any], *keys: str) -> None:
+    for key in keys:
+        _optional_str(obj, key)
+
+
+_NO_LINE: _Line = (None, None, None, None, False, None, None, None)  # a line without events
+
+
+def _user_fields(obj: dict[str, Any]) -> list[_Row]:
     content = _content(obj)
     meta = _is_meta_line(obj)
     if isinstance(content, str):
         return [_user_text(content, meta)]
     blocks = [_block(block) for block in content]
-    results = sum(1 for block in blocks if block["type"] == "tool_result")
+    results = [kind for _, kind in blocks].count("tool_result")
     # `toolUseResult` describes the line's tool result; only unambiguous with exactly one.
     tool_use_result = obj.get("toolUseResult") if results == 1 else None
     rows = []
-    for block in blocks:
-        kind = block["type"]
+    for block, kind in blocks:
         if kind == "tool_result":
             rows.append(_tool_result(block, tool_use_result))
         elif kind == "text":
@@ -346,54 +455,49 @@ def _user_fields(obj: dict[str, Any]) -> list[Fields]:
     return rows
 
 
-def _assistant_fields(obj: dict[str, Any]) -> list[Fields]:
+def _assistant_fields(obj: dict[str, Any]) -> list[_Row]:
     content = _content(obj)
-    model = _optional(obj["message"], "model", str)
+    model = _optional_str(obj["message"], "model")
     model = None if model == _SYNTHETIC_MODEL else model
     text_kind = "error" if obj.get("isApiErrorMessage") is True else "message"
-    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else [_block(b) for b in content]
-    rows = [_assistant_block(block, text_kind) for block in blocks]
-    return [{**row, "model": model} for row in rows]
+    if isinstance(content, str):
+        return [_text_row("assistant", text_kind, content, model)]
+    return [_assistant_block(block, text_kind, model) for block in content]
 
 
-def _assistant_block(block: dict[str, Any], text_kind: str) -> Fields:
-    kind = block["type"]
+def _assistant_block(block: object, text_kind: str, model: str | None) -> _Row:
+    block, kind = _block(block)
     if kind == "text":
-        return {"role": "assistant", "kind": text_kind, "text": _required(block, "text", str)}
+        return _text_row("assistant", text_kind, _required(block, "text", str), model)
     if kind == "thinking":
-        return {"role": "assistant", "kind": "reasoning", "text": _required(block, "thinking", str)}
+        return _text_row("assistant", "reasoning", _required(block, "thinking", str), model)
     if kind == "redacted_thinking":
-        return {"role": "assistant", "kind": "reasoning", "text": "[redacted thinking]"}
+        return _text_row("assistant", "reasoning", "[redacted thinking]", model)
     if kind in ("tool_use", "server_tool_use"):
         tool_input = _optional(block, "input", dict)
-        return {
-            "role": "assistant",
-            "kind": "tool_call",
-            "tool_name": _required(block, "name", str),
-            "tool_call_id": _required(block, "id", str),
-            "tool_input": None if tool_input is None else canonical_json(tool_input),
-        }
-    return {"role": "assistant", "kind": text_kind, "text": _placeholder(kind)}
+        name = _required(block, "name", str)
+        call_id = _required(block, "id", str)
+        arguments = None if tool_input is None else canonical_json(tool_input)
+        return ("assistant", "tool_call", None, model, name, call_id, arguments, None, None, False)
+    return _text_row("assistant", text_kind, _placeholder(kind), model)
 
 
-def _system_fields(obj: dict[str, Any]) -> list[Fields]:
-    content = _optional(obj, "content", str)
-    subtype = _optional(obj, "subtype", str)
-    level = _optional(obj, "level", str)
+def _system_fields(obj: dict[str, Any]) -> list[_Row]:
+    content = _optional_str(obj, "content")
+    subtype = _optional_str(obj, "subtype")
+    level = _optional_str(obj, "level")
     is_error = level in _ERROR_LEVELS or (subtype is not None and "error" in subtype)
     text = _ANSI.sub("", content) if content is not None else f"[{subtype or 'system'}]"
-    return [{"role": "system", "kind": "error" if is_error else "meta", "text": text}]
+    return [_text_row("system", "error" if is_error else "meta", text)]
 
 
-def _summary_fields(obj: dict[str, Any]) -> list[Fields]:
-    # A summary titles the conversation that ends at `leafUuid`, often in another file.
-    text = _required(obj, "summary", str)
-    return [{"role": "system", "kind": "meta", "text": text, "parent_id": _optional(obj, "leafUuid", str)}]
+def _summary_fields(obj: dict[str, Any]) -> list[_Row]:
+    return [_text_row("system", "meta", _required(obj, "summary", str))]
 
 
-def _attachment_fields(obj: dict[str, Any]) -> list[Fields]:
+def _attachment_fields(obj: dict[str, Any]) -> list[_Row]:
     attachment = _required(obj, "attachment", dict)
-    kind = _optional(attachment, "type", str) or "attachment"
+    kind = _optional_str(attachment, "type") or "attachment"
     prompt = attachment.get("prompt")
     # A prompt typed while the agent was busy reaches it as a queued_command attachment.
     if kind == "queued_command" and isinstance(prompt, str):
@@ -403,10 +507,10 @@ def _attachment_fields(obj: dict[str, Any]) -> list[Fields]:
     if isinstance(content, list) and all(isinstance(part, str) for part in content):
         content = "\n".join(content)
     text = content if isinstance(content, str) else f"[{kind}]"
-    return [{"role": "system", "kind": "meta", "text": text}]
+    return [_text_row("system", "meta", text)]
 
 
-_HANDLERS: dict[str, Callable[[dict[str, Any]], list[Fields]]] = {
+_HANDLERS: dict[str, Callable[[dict[str, Any]], list[_Row]]] = {
     "user": _user_fields,
     "assistant": _assistant_fields,
     "system": _system_fields,
@@ -418,19 +522,24 @@ _HANDLERS: dict[str, Callable[[dict[str, Any]], list[Fields]]] = {
 # ---------------------------------------------------------------- blocks
 
 
-def _user_text(text: str, meta: bool) -> Fields:
-    if text.lstrip().startswith(INTERRUPTION_PREFIX):
-        return {"role": "user", "kind": "message", "text": text, "interrupted": True}
-    if meta or text.lstrip().startswith(_META_PREFIXES):
-        return {"role": "system", "kind": "meta", "text": text}
-    return {"role": "user", "kind": "message", "text": text}
+def _user_text(text: str, meta: bool) -> _Row:
+    opening = text.lstrip()
+    if opening.startswith(INTERRUPTION_PREFIX):
+        return _text_row("user", "message", text, interrupted=True)
+    if meta or opening.startswith(_META_PREFIXES):
+        return _text_row("system", "meta", text)
+    return _text_row("user", "message", text)
 
 
 def _is_meta_line(obj: dict[str, Any]) -> bool:
-    return any(obj.get(flag) is True for flag in ("isMeta", "isCompactSummary", "isVisibleInTranscriptOnly"))
+    return (
+        obj.get("isMeta") is True
+        or obj.get("isCompactSummary") is True
+        or obj.get("isVisibleInTranscriptOnly") is True
+    )
 
 
-def _tool_result(block: dict[str, Any], tool_use_result: object) -> Fields:
+def _tool_result(block: dict[str, Any], tool_use_result: object) -> _Row:
     text = _result_text(block.get("content"))
     is_error = block.get("is_error") is True
     error_text = tool_use_result if isinstance(tool_use_result, str) else None
@@ -442,15 +551,8 @@ def _tool_result(block: dict[str, Any], tool_use_result: object) -> Fields:
         if exit_code is None and error_text is not None:
             exit_code = _exit_code(error_text.removeprefix("Error:").lstrip())
     interrupted = isinstance(tool_use_result, dict) and tool_use_result.get("interrupted") is True
-    return {
-        "role": "tool",
-        "kind": "tool_result",
-        "text": text,
-        "tool_call_id": _required(block, "tool_use_id", str),
-        "is_error": is_error,
-        "exit_code": exit_code,
-        "interrupted": interrupted,
-    }
+    call_id = _required(block, "tool_use_id", str)
+    return ("tool", "tool_result", text, None, None, call_id, None, is_error, exit_code, interrupted)
 
 
 def _result_text(content: object) -> str | None:
@@ -459,8 +561,8 @@ def _result_text(content: object) -> str | None:
     if not isinstance(content, list):
         raise WrongFieldType("tool_result.content", "a string or an array", content)
     parts = []
-    for part in map(_block, content):
-        parts.append(_required(part, "text", str) if part["type"] == "text" else _placeholder(part["type"]))
+    for part, kind in map(_block, content):
+        parts.append(_required(part, "text", str) if kind == "text" else _placeholder(kind))
     return "\n".join(parts)
 
 
@@ -481,11 +583,14 @@ def _content(obj: dict[str, Any]) -> str | list[Any]:
     return _required(message, "content", (str, list))
 
 
-def _block(block: object) -> dict[str, Any]:
+def _block(block: object) -> tuple[dict[str, Any], str]:
+    """A content block and its type."""
     if not isinstance(block, dict):
         raise WrongFieldType("content block", "an object", block)
-    _required(block, "type", str)
-    return block
+    kind = block.get("type")
+    if not isinstance(kind, str):
+        raise WrongFieldType("type", "a string", kind)
+    return block, kind
 
 
 def _required(obj: dict[str, Any], key: str, kinds: type | tuple[type, ...]) -> Any:
@@ -493,6 +598,14 @@ def _required(obj: dict[str, Any], key: str, kinds: type | tuple[type, ...]) -> 
     if not isinstance(value, kinds):
         raise WrongFieldType(key, _names(kinds), value)
     return value
+
+
+def _optional_str(obj: dict[str, Any], key: str) -> str | None:
+    """`_optional(obj, key, str)`, the most common check, made cheap."""
+    value = obj.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise WrongFieldType(key, "a string or null", value)
 
 
 def _optional(obj: dict[str, Any], key: str, kinds: type | tuple[type, ...]) -> Any:

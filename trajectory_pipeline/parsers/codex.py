@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -62,11 +62,12 @@ from trajectory_pipeline.parsers.common import (
     get_int,
     get_list,
     get_str,
+    new_event,
     parse_arguments,
     sniff_first_line,
 )
-from trajectory_pipeline.parsers.lines import MAX_LINE_BYTES, JsonLine, head_objects, read_json_lines
-from trajectory_pipeline.schema import BadLine, Event, canonical_json, event, parse_ts, repo_name
+from trajectory_pipeline.parsers.lines import MAX_LINE_BYTES, JsonLine, JsonLines, head_objects
+from trajectory_pipeline.schema import BadLine, Event, canonical_json, parse_ts, repo_name
 
 SOURCE = "codex"
 GLOBS = ("**/rollout-*.jsonl",)
@@ -92,7 +93,8 @@ _CONTEXT_PREFIXES = (
 _LAUNCHERS = frozenset({"exec_command", "shell", "shell_command", "local_shell", "container.exec"})
 _HEADER_CHARS = 512
 _EXITED = re.compile(r"^(?:Process exited with code|Exit code:)\s*(-?\d+)\s*$", re.MULTILINE)
-_RUNNING = re.compile(r"^Process running with session ID", re.MULTILINE)
+_RUNNING = "Process running with session ID"  # at the start of a line of the header
+_RUNNING_LINE = "\n" + _RUNNING
 
 # Keys of a legacy session header (SessionMeta, flattened with its `git` since codex-rs 0.1.x).
 _LEGACY_HEADER_KEYS = frozenset(
@@ -143,11 +145,13 @@ class _Head(NamedTuple):
     model: str | None
 
 
-def _read_head(path: Path) -> _Head:
+def _read_head(path: Path, objects: Iterable[dict[str, Any]] | None = None) -> _Head:
+    """The session as the file's first lines describe it: `objects`, the lines `head_objects`
+    gives, when the caller has them."""
     meta: dict[str, Any] = {}
     first_ts: int | None = None
     model: str | None = None
-    for obj in head_objects(path):
+    for obj in head_objects(path) if objects is None else objects:
         if first_ts is None:
             first_ts = parse_ts(obj.get("timestamp"))
         if not meta and _is_legacy_header(obj):
@@ -192,10 +196,16 @@ def earliest_start(path: Path) -> int:
 
 def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | BadLine]:
     """Stream the events of the rollout at `path`."""
-    rollout = _Rollout(path, _read_head(path))
-    for item in read_json_lines(path, SOURCE, max_line_bytes):
-        yield from rollout.feed(item)
-    yield from rollout.finish()
+    with JsonLines(path, SOURCE, max_line_bytes) as lines:
+        rollout = _Rollout(path, _read_head(path, lines.head_objects()))
+        released = rollout.hold.released
+        for item in lines:
+            rollout.feed(item)
+            if released:
+                yield from released
+                released.clear()
+    rollout.hold.drain()
+    yield from released
 
 
 class _Outcome(NamedTuple):
@@ -227,43 +237,47 @@ def _remember(memory: dict[str, Any], key: str, value: Any) -> None:
 
 class _Holdback:
     """Releases items in file order, holding everything from the first result that still
-    waits for its exit code until that code arrives or the hold reaches its cap."""
+    waits for its exit code until that code arrives or the hold reaches its cap.
+
+    Released items are appended to `released`, for the reader to take.
+    """
 
     def __init__(self, cap: int = _HOLD_CAP) -> None:
         self._cap = cap
         self._items: deque[Event | BadLine] = deque()
         self._first = 0  # the position in the file's item order of _items[0]
         self._waiting: dict[str, int] = {}  # call id -> position of its held result
+        self.released: list[Event | BadLine] = []
 
-    def push(self, item: Event | BadLine, wait_for: str | None = None) -> list[Event | BadLine]:
+    def push(self, item: Event | BadLine, wait_for: str | None = None) -> None:
+        if wait_for is None and not self._items:  # nothing held (so nothing waits): straight out
+            self._first += 1
+            self.released.append(item)
+            return
         if wait_for is not None:
             self._waiting[wait_for] = self._first + len(self._items)
         self._items.append(item)
         if len(self._items) > self._cap and self._waiting:
             del self._waiting[next(iter(self._waiting))]  # positions rise with insertion: the oldest
-        return self._release()
+        self._release()
 
     def waits_for(self, call_id: str) -> bool:
         return call_id in self._waiting
 
-    def settle(
-        self, call_id: str, update: Callable[[Event | BadLine], Event | BadLine]
-    ) -> list[Event | BadLine]:
+    def settle(self, call_id: str, update: Callable[[Event | BadLine], Event | BadLine]) -> None:
         index = self._waiting.pop(call_id) - self._first
         self._items[index] = update(self._items[index])
-        return self._release()
+        self._release()
 
-    def drain(self) -> list[Event | BadLine]:
+    def drain(self) -> None:
         self._waiting.clear()
-        return self._release()
+        self._release()
 
-    def _release(self) -> list[Event | BadLine]:
+    def _release(self) -> None:
         blocked_at = min(self._waiting.values(), default=None)
-        out: list[Event | BadLine] = []
         while self._items and (blocked_at is None or self._first < blocked_at):
-            out.append(self._items.popleft())
+            self.released.append(self._items.popleft())
             self._first += 1
-        return out
 
 
 class _Rollout:
@@ -278,59 +292,91 @@ class _Rollout:
         self.model = head.model
         self.cwd = head.cwd
         self.repo = repo_name(head.cwd, head.remote_url)
+        self._repo_remote = head.remote_url  # the remote `repo` was named with
         self.seq = 0
         self.seen_meta = False
         self.call_names: dict[str, str] = {}
         self.early_outcomes: dict[str, _Outcome] = {}  # exits reported before their result
         self.hold = _Holdback()
-        self.ready: list[Event | BadLine] = []
 
-    def feed(self, item: JsonLine | BadLine) -> list[Event | BadLine]:
-        self.ready = []
+    def feed(self, item: JsonLine | BadLine) -> None:
+        """Read one line; what it releases goes to `hold.released`."""
         if isinstance(item, BadLine):
-            self.ready += self.hold.push(self._label(item))
-            return self.ready
+            self.hold.push(self._label(item))
+            return
+        line_no, obj = item
         try:
-            self._record(item.line_no, item.obj)
+            kind = obj.get("type")
+            handler = _RECORDS.get(kind) if isinstance(kind, str) else None
+            if handler is None:
+                self._bare_record(line_no, obj, kind)
+                return
+            payload = obj.get("payload")
+            if not isinstance(payload, dict):
+                raise WrongFieldType("payload", "an object", payload)
+            handler(self, line_no, obj.get("timestamp"), payload)
         except RecordError as err:
-            note = str(err) if "payload" in item.obj else str(err).removeprefix("payload.")
-            bad = bad_record(SOURCE, self.source_path, item.line_no, err.reason, item.obj, note)
-            self.ready += self.hold.push(self._label(bad))
-        return self.ready
-
-    def finish(self) -> list[Event | BadLine]:
-        return self.hold.drain()
+            note = str(err) if "payload" in obj else str(err).removeprefix("payload.")
+            bad = bad_record(SOURCE, self.source_path, line_no, err.reason, obj, note)
+            self.hold.push(self._label(bad))
 
     def _label(self, bad: BadLine) -> BadLine:
         return bad._replace(session_id=self.session_id, session_start=self.session_start)
 
-    def _emit(self, line_no: int, ts: int | None, wait_for: str | None = None, **fields: Any) -> None:
-        new = event(
-            source=SOURCE,
-            session_id=self.session_id,
-            session_start=self.session_start,
-            source_path=self.source_path,
-            line_no=line_no,
-            seq=self.seq,
-            ts=ts,
-            cwd=self.cwd,
-            repo=self.repo,
-            git_branch=self.git_branch,
-            model=self.model,
-            **fields,
+    def _emit(
+        self,
+        line_no: int,
+        stamp: object,
+        role: str,
+        kind: str,
+        text: str | None = None,
+        *,
+        tool_name: str | None = None,
+        tool_call_id: str | None = None,
+        tool_input: str | None = None,
+        is_error: bool | None = None,
+        exit_code: int | None = None,
+        interrupted: bool = False,
+        wait_for: str | None = None,
+    ) -> None:
+        """Emit an event timed by `stamp`, a line's raw `timestamp` (read only for lines that emit)."""
+        new = new_event(
+            (
+                SOURCE,
+                self.session_id,
+                self.session_start,
+                self.source_path,
+                line_no,
+                self.seq,
+                parse_ts(stamp),
+                role,
+                kind,
+                text,
+                tool_name,
+                tool_call_id,
+                tool_input,
+                is_error,
+                exit_code,
+                self.cwd,
+                self.repo,
+                self.git_branch,
+                self.model,
+                False,  # is_sidechain
+                None,  # agent_id
+                None,  # event_id
+                None,  # parent_id
+                interrupted,
+                None,  # confidence
+                False,  # text_truncated
+                0,  # redactions
+            )
         )
         self.seq += 1
-        self.ready += self.hold.push(new, wait_for)
+        self.hold.push(new, wait_for)
 
-    def _record(self, line_no: int, obj: dict[str, Any]) -> None:
-        kind = obj.get("type")
-        handler = _RECORDS.get(kind) if isinstance(kind, str) else None
-        if handler is not None:
-            payload = get_dict(obj, "payload")
-            if payload is None:
-                raise WrongFieldType("payload", "an object", None)
-            handler(self, line_no, parse_ts(obj.get("timestamp")), payload)
-        elif isinstance(kind, str) and kind in _RESPONSE_ITEMS and "payload" not in obj:
+    def _bare_record(self, line_no: int, obj: dict[str, Any], kind: object) -> None:
+        """A line whose type is no rollout line type: a legacy bare line, or an unknown record."""
+        if isinstance(kind, str) and kind in _RESPONSE_ITEMS and "payload" not in obj:
             self.response_item(line_no, None, obj)  # legacy: a bare, untimed response item
         elif kind is None and obj.get("record_type") == "state":
             pass  # legacy: resume bookkeeping (previous_response_id), not conversation
@@ -341,7 +387,7 @@ class _Rollout:
 
     # --- top-level records ---
 
-    def session_meta(self, line_no: int, ts: int | None, payload: dict[str, Any]) -> None:
+    def session_meta(self, line_no: int, stamp: object, payload: dict[str, Any]) -> None:
         if self.seen_meta:
             return
         git = get_dict(payload, "git", "payload.") or {}
@@ -357,24 +403,24 @@ class _Rollout:
         self.remote_url = remote_url or self.remote_url
         self.git_branch = branch or self.git_branch
         self._set_cwd(cwd)
-        created = parse_ts(payload.get("timestamp"))
+        created = payload.get("timestamp")
         self._emit(
-            line_no, created if created is not None else ts, role="system", kind="meta", text=instructions
+            line_no, created if parse_ts(created) is not None else stamp, "system", "meta", instructions
         )
 
-    def turn_context(self, line_no: int, ts: int | None, payload: dict[str, Any]) -> None:
+    def turn_context(self, line_no: int, stamp: object, payload: dict[str, Any]) -> None:
         cwd = get_str(payload, "cwd", "payload.")
         self.model = get_str(payload, "model", "payload.") or self.model
         self._set_cwd(cwd)
 
-    def response_item(self, line_no: int, ts: int | None, payload: dict[str, Any]) -> None:
+    def response_item(self, line_no: int, stamp: object, payload: dict[str, Any]) -> None:
         kind = get_str(payload, "type", "payload.")
         handler = _RESPONSE_ITEMS.get(kind or "")
         if handler is None:
             raise UnknownRecordType(f"response_item type {kind!r}")
-        handler(self, line_no, ts, payload)
+        handler(self, line_no, stamp, payload)
 
-    def event_msg(self, line_no: int, ts: int | None, payload: dict[str, Any]) -> None:
+    def event_msg(self, line_no: int, stamp: object, payload: dict[str, Any]) -> None:
         # user_message / agent_message repeat the response_item messages (both are written since
         # codex 0.3x), so messages come from response items only and are never counted twice.
         kind = get_str(payload, "type", "payload.")
@@ -387,95 +433,98 @@ class _Rollout:
             self._settle(get_str(payload, "call_id", "payload."), _Outcome(None, failed))
         elif kind == "error":
             text = get_str(payload, "message", "payload.")
-            self._emit(line_no, ts, role="system", kind="error", text=text, is_error=True)
+            self._emit(line_no, stamp, "system", "error", text, is_error=True)
         elif kind == "turn_aborted":
             reason = get_str(payload, "reason", "payload.") or "unknown"
-            self._emit(
-                line_no, ts, role="system", kind="meta", text=f"turn aborted: {reason}", interrupted=True
-            )
+            self._emit(line_no, stamp, "system", "meta", f"turn aborted: {reason}", interrupted=True)
 
-    def compacted(self, line_no: int, ts: int | None, payload: dict[str, Any]) -> None:
+    def compacted(self, line_no: int, stamp: object, payload: dict[str, Any]) -> None:
         text = get_str(payload, "message", "payload.")
-        self._emit(line_no, ts, role="system", kind="meta", text=text)
+        self._emit(line_no, stamp, "system", "meta", text)
 
     # --- response items ---
 
-    def message(self, line_no: int, ts: int | None, payload: dict[str, Any]) -> None:
+    def message(self, line_no: int, stamp: object, payload: dict[str, Any]) -> None:
         role = get_str(payload, "role", "payload.")
         text = content_text(payload.get("content"), "payload.content")
         if role == "user" and not _is_injected_context(text):
-            self._emit(line_no, ts, role="user", kind="message", text=text)
+            self._emit(line_no, stamp, "user", "message", text)
         elif role == "assistant":
-            self._emit(line_no, ts, role="assistant", kind="message", text=text)
+            self._emit(line_no, stamp, "assistant", "message", text)
         elif role in ("user", "developer", "system"):
-            self._emit(line_no, ts, role="system", kind="meta", text=text)
+            self._emit(line_no, stamp, "system", "meta", text)
         else:
             raise UnknownRecordType(f"message role {role!r}")
 
-    def reasoning(self, line_no: int, ts: int | None, payload: dict[str, Any]) -> None:
+    def reasoning(self, line_no: int, stamp: object, payload: dict[str, Any]) -> None:
         text = _parts_text(get_list(payload, "summary", "payload.")) or _parts_text(
             get_list(payload, "content", "payload.")
         )
         if not text and payload.get("encrypted_content"):
             text = ENCRYPTED_REASONING
-        self._emit(line_no, ts, role="assistant", kind="reasoning", text=text or None)
+        self._emit(line_no, stamp, "assistant", "reasoning", text or None)
 
-    def function_call(self, line_no: int, ts: int | None, payload: dict[str, Any]) -> None:
+    def function_call(self, line_no: int, stamp: object, payload: dict[str, Any]) -> None:
         arguments = parse_arguments(payload.get("arguments"), "payload.arguments")
-        self._call(line_no, ts, payload, arguments)
+        self._call(line_no, stamp, payload, arguments)
 
-    def custom_tool_call(self, line_no: int, ts: int | None, payload: dict[str, Any]) -> None:
-        self._call(line_no, ts, payload, {"input": get_str(payload, "input", "payload.")})
+    def custom_tool_call(self, line_no: int, stamp: object, payload: dict[str, Any]) -> None:
+        self._call(line_no, stamp, payload, {"input": get_str(payload, "input", "payload.")})
 
-    def local_shell_call(self, line_no: int, ts: int | None, payload: dict[str, Any]) -> None:
+    def local_shell_call(self, line_no: int, stamp: object, payload: dict[str, Any]) -> None:
         call_id = get_str(payload, "call_id", "payload.") or get_str(payload, "id", "payload.")
         action = get_dict(payload, "action", "payload.") or {}
-        self._call(line_no, ts, {"name": "local_shell", "call_id": call_id}, action)
+        self._call(line_no, stamp, {"name": "local_shell", "call_id": call_id}, action)
 
-    def web_search_call(self, line_no: int, ts: int | None, payload: dict[str, Any]) -> None:
+    def web_search_call(self, line_no: int, stamp: object, payload: dict[str, Any]) -> None:
         action = get_dict(payload, "action", "payload.") or {}
-        self._call(line_no, ts, {"name": "web_search", "call_id": get_str(payload, "id", "payload.")}, action)
-
-    def image_generation_call(self, line_no: int, ts: int | None, payload: dict[str, Any]) -> None:
-        prompt = {"prompt": get_str(payload, "revised_prompt", "payload.")}
         self._call(
-            line_no, ts, {"name": "image_generation", "call_id": get_str(payload, "id", "payload.")}, prompt
+            line_no, stamp, {"name": "web_search", "call_id": get_str(payload, "id", "payload.")}, action
         )
 
-    def tool_output(self, line_no: int, ts: int | None, payload: dict[str, Any]) -> None:
+    def image_generation_call(self, line_no: int, stamp: object, payload: dict[str, Any]) -> None:
+        prompt = {"prompt": get_str(payload, "revised_prompt", "payload.")}
+        self._call(
+            line_no,
+            stamp,
+            {"name": "image_generation", "call_id": get_str(payload, "id", "payload.")},
+            prompt,
+        )
+
+    def tool_output(self, line_no: int, stamp: object, payload: dict[str, Any]) -> None:
         call_id = get_str(payload, "call_id", "payload.")
         name = self.call_names.get(call_id) if call_id is not None else None
         text, exit_code = _output_text(payload.get("output"))
         header = text[:_HEADER_CHARS] if text and name in _LAUNCHERS else ""
-        if exit_code is None and (match := _EXITED.search(header)):
+        if exit_code is None and _may_hold_exit(header) and (match := _EXITED.search(header)):
             exit_code = int(match.group(1))
         early = self.early_outcomes.pop(call_id, None) if call_id is not None else None
         failed = early.failed if early is not None else None
         if exit_code is None and early is not None:
             exit_code = early.exit_code
-        waits = call_id is not None and exit_code is None and _RUNNING.search(header) is not None
+        waits = call_id is not None and exit_code is None and _still_running(header)
         self._emit(
             line_no,
-            ts,
-            wait_for=call_id if waits else None,
-            role="tool",
-            kind="tool_result",
-            text=text,
+            stamp,
+            "tool",
+            "tool_result",
+            text,
             tool_name=name,
             tool_call_id=call_id,
             exit_code=exit_code,
             is_error=_is_error(exit_code, failed),
+            wait_for=call_id if waits else None,
         )
 
-    def compaction(self, line_no: int, ts: int | None, payload: dict[str, Any]) -> None:
-        self._emit(line_no, ts, role="system", kind="meta", text="[encrypted compaction summary]")
+    def compaction(self, line_no: int, stamp: object, payload: dict[str, Any]) -> None:
+        self._emit(line_no, stamp, "system", "meta", "[encrypted compaction summary]")
 
-    def ignore(self, line_no: int, ts: int | None, payload: dict[str, Any]) -> None:
+    def ignore(self, line_no: int, stamp: object, payload: dict[str, Any]) -> None:
         pass
 
     # --- helpers ---
 
-    def _call(self, line_no: int, ts: int | None, payload: dict[str, Any], arguments: dict[str, Any]) -> None:
+    def _call(self, line_no: int, stamp: object, payload: dict[str, Any], arguments: dict[str, Any]) -> None:
         name = get_str(payload, "name", "payload.")
         if name is None:
             raise WrongFieldType("payload.name", "a string", None)
@@ -484,9 +533,9 @@ class _Rollout:
             _remember(self.call_names, call_id, name)
         self._emit(
             line_no,
-            ts,
-            role="assistant",
-            kind="tool_call",
+            stamp,
+            "assistant",
+            "tool_call",
             tool_name=name,
             tool_call_id=call_id,
             tool_input=canonical_json(arguments),
@@ -496,14 +545,24 @@ class _Rollout:
         if call_id is None:
             return
         if self.hold.waits_for(call_id):
-            self.ready += self.hold.settle(call_id, lambda item: _settled(item, outcome))
+            self.hold.settle(call_id, lambda item: _settled(item, outcome))
         else:
             _remember(self.early_outcomes, call_id, outcome)
 
     def _set_cwd(self, cwd: str | None) -> None:
-        if cwd:
+        if cwd and (cwd != self.cwd or self.remote_url != self._repo_remote):  # else the repo stands
             self.cwd = cwd
             self.repo = repo_name(cwd, self.remote_url)
+            self._repo_remote = self.remote_url
+
+
+# Plain substring tests first: most headers hold neither, and a regex search through one costs more.
+def _may_hold_exit(header: str) -> bool:
+    return "Process exited with code" in header or "Exit code:" in header
+
+
+def _still_running(header: str) -> bool:
+    return header.startswith(_RUNNING) or _RUNNING_LINE in header
 
 
 def _is_injected_context(text: str | None) -> bool:
@@ -544,7 +603,7 @@ def _output_text(output: object) -> tuple[str | None, int | None]:
     return inner, exit_code
 
 
-_Handler = Callable[[_Rollout, int, int | None, dict[str, Any]], None]
+_Handler = Callable[[_Rollout, int, object, dict[str, Any]], None]
 
 _RECORDS: dict[str, _Handler] = {
     "session_meta": _Rollout.session_meta,

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import codecs
 import datetime as dt
+import functools
 import itertools
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -42,6 +43,10 @@ from trajectory_pipeline.schema import (
 
 # One event's fields before the file-wide ones (source, session, seq) are added.
 Fields = dict[str, Any]
+
+# `Event(*values)` from all its values in field order, without the argument handling of
+# NamedTuple.__new__, which costs as much again: the busy parsers build events with it.
+new_event = cast(Callable[[tuple[Any, ...]], Event], functools.partial(tuple.__new__, Event))
 
 # Whole-file formats are loaded at once; past this size a file is refused, not loaded.
 MAX_FILE_BYTES = 256 * 1024 * 1024

@@ -2,9 +2,11 @@
 
 `read_json_lines` yields either a parsed object or a `BadLine` saying why the
 line was refused (invalid UTF-8, malformed JSON, a truncated last line, a line
-over the size cap, binary junk, a JSON value that is not an object). Lines are
-read with a size limit, so a multi-gigabyte line never sits in memory; `read_lines`
-is that capped reading alone, for text formats (aider's markdown log).
+over the size cap, binary junk, a JSON value that is not an object). Files are read
+in blocks that are split whole, and a line past the size limit is dropped as it is read,
+so a multi-gigabyte line never sits in memory; `read_lines` is that capped reading alone,
+for text formats (aider's markdown log). `JsonLines` is `read_json_lines` for a format
+that must read the file's head before its first line (codex), without reading it twice.
 
     from trajectory_pipeline.parsers.lines import read_json_lines
     for item in read_json_lines(Path("session.jsonl"), source="claude_code"):
@@ -13,11 +15,13 @@ is that capped reading alone, for text formats (aider's markdown log).
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, Any, NamedTuple, cast
 
 import orjson
 
@@ -35,11 +39,22 @@ from trajectory_pipeline.schema import (
 
 MAX_LINE_BYTES = 8 * 1024 * 1024  # real Claude Code lines reach ~200 KB; 8 MiB is far past that
 _CHUNK = 1024 * 1024
+_HEAD_LINES = 50  # what head_objects reads by default
+_HEAD_BYTES = 4 * 1024 * 1024
+# Files are read a block at a time and each block split at once, far faster than line by line;
+# past 128 KiB a block's buffer costs more to allocate than it saves.
+_BLOCK = 64 * 1024
 
 
 class JsonLine(NamedTuple):
     line_no: int
     obj: dict[str, Any]
+
+
+# `JsonLine(line_no, obj)` from the pair, without NamedTuple.__new__'s argument handling: one per line.
+_json_line_of = cast(
+    Callable[[tuple[int, dict[str, Any]]], JsonLine], functools.partial(tuple.__new__, JsonLine)
+)
 
 
 class RawLine(NamedTuple):
@@ -65,40 +80,219 @@ def read_capped_line(handle: IO[bytes], cap: int) -> tuple[bytes, int, bool]:
             return line[:cap], total, True
 
 
+class _Tail(NamedTuple):
+    """A line that its block does not hold whole: one over the cap whose end lies in a later
+    block, or the file's last line when it has no newline."""
+
+    head: bytes  # without its newline; only the first `cap` bytes when oversize
+    byte_len: int  # the full length, newline included
+    oversize: bool
+
+
+def _split_lines(fd: int, cap: int) -> Iterator[bytes | _Tail]:
+    """The lines of the file open as `fd`, in order, each without its newline, or as a `_Tail`."""
+    # Lines come a block's worth at a time, flattened in C: no generator step per line.
+    return itertools.chain.from_iterable(_line_batches(fd, cap))
+
+
+def _line_batches(fd: int, cap: int) -> Iterator[list[bytes] | list[_Tail]]:
+    """The lines of each block read, as `_split_lines` gives them.
+
+    A listed line may be over `cap` when its block holds it whole; one that grows past `cap`
+    before its block ends comes as an oversize `_Tail`, only its first `cap` bytes kept, so no
+    more than `cap` plus a block is ever held.
+    """
+    if cap < 1:
+        raise ValueError(f"max_line_bytes must be at least 1, got {cap}")
+    pending: list[bytes] = []  # the start of a line that runs past the blocks read so far
+    pending_len = 0
+    oversize: bytes | None = None  # the head of an over-cap line whose newline is still unread
+    while block := os.read(fd, _BLOCK):
+        if oversize is not None:
+            end = block.find(b"\n")
+            if end == -1:
+                pending_len += len(block)
+                continue
+            yield [_Tail(oversize, pending_len + end + 1, True)]
+            oversize, pending_len = None, 0
+            block = block[end + 1 :]
+        lines = block.split(b"\n")
+        rest = lines.pop()  # what follows the block's last newline: a line still unfinished
+        if pending and lines:
+            pending.append(lines[0])
+            lines[0] = b"".join(pending)
+            pending, pending_len = [], 0
+        yield lines
+        if rest:
+            pending.append(rest)
+            pending_len += len(rest)
+            if pending_len > cap:
+                oversize = b"".join(pending)[:cap]
+                pending = []
+    if oversize is not None:
+        yield [_Tail(oversize, pending_len, True)]
+    elif pending:
+        last = b"".join(pending)
+        yield [_Tail(last, len(last), False)]
+
+
+@contextlib.contextmanager
+def _opened(path: Path) -> Iterator[int]:
+    """A file descriptor open for reading: read in blocks, a file needs no buffered file object."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
 def read_lines(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[RawLine]:
     """Every line of `path`, numbered from 1, none held in memory past `max_line_bytes`."""
-    with open(path, "rb") as handle:
-        for line_no in itertools.count(1):
-            raw, byte_len, oversize = read_capped_line(handle, max_line_bytes)
-            if not raw:
-                return
-            yield RawLine(line_no, raw, byte_len, oversize)
+    with _opened(path) as fd:
+        for line_no, line in enumerate(_split_lines(fd, max_line_bytes), 1):
+            if isinstance(line, _Tail):
+                yield RawLine(line_no, line.head, line.byte_len, line.oversize)
+            elif len(line) > max_line_bytes:
+                yield RawLine(line_no, line[:max_line_bytes], len(line) + 1, True)
+            else:
+                yield RawLine(line_no, line + b"\n", len(line) + 1, False)
 
 
 def read_json_lines(
     path: Path, source: str, max_line_bytes: int = MAX_LINE_BYTES
 ) -> Iterator[JsonLine | BadLine]:
     """Yield each non-blank line of `path` as a parsed JSON object, or a BadLine."""
-    source_path = str(path)
-    for line_no, raw, byte_len, oversize in read_lines(path, max_line_bytes):
-        if oversize:
-            yield BadLine(source, source_path, line_no, OVERSIZE_LINE, excerpt(raw), byte_len)
-            continue
-        ends_with_newline = raw.endswith(b"\n")
-        body = raw.strip()
-        if not body:
-            continue
-        reason = None
-        try:
-            obj = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            reason = why_unreadable(body, cut_short=not ends_with_newline)
-        else:
-            if isinstance(obj, dict):
-                yield JsonLine(line_no, obj)
+    with JsonLines(path, source, max_line_bytes) as lines:
+        yield from lines
+
+
+class JsonLines:
+    """`read_json_lines` for a reader that must know the file's head before its first line.
+
+    Inside `with`, `head_objects()` gives what `head_objects(path)` would, from this same reading
+    (each line is parsed once, and only as many as the caller asks for); iterating, after it,
+    gives every line, those the head read included.
+
+        with JsonLines(path, "codex") as lines:
+            meta = next(lines.head_objects(), None)
+            for item in lines:
+                ...
+    """
+
+    def __init__(self, path: Path, source: str, max_line_bytes: int = MAX_LINE_BYTES) -> None:
+        self._path = path
+        self._source = source
+        self._cap = max_line_bytes
+        self._fd: int | None = None
+        self._lines: Iterator[bytes | _Tail] | None = None  # set on entering the `with` block
+        self._read: list[tuple[bytes | _Tail, object]] = []  # lines the head read, each with its loads
+
+    def __enter__(self) -> JsonLines:
+        self._fd = os.open(self._path, os.O_RDONLY)
+        self._lines = _split_lines(self._fd, self._cap)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+
+    def head_objects(self) -> Iterator[dict[str, Any]]:
+        """The objects `head_objects(path)` gives, in order; call before iterating."""
+        budget = held = _HEAD_BYTES
+        given = 0
+        for line in itertools.islice(self._opened_lines(), _HEAD_LINES):
+            head_cap = min(MAX_LINE_BYTES, budget)
+            if isinstance(line, _Tail):
+                text, byte_len, cut = line.head, line.byte_len, line.oversize
+            else:
+                text, byte_len, cut = line, len(line) + 1, False
+            held -= len(text)
+            if (cut and self._cap < head_cap) or held < 0:
+                # The head reads this line whole but it was cut here, or keeping the lines read would
+                # take more than the head's own budget: the head's own reading goes on from here.
+                self._read.append((line, _UNPARSED))
+                yield from itertools.islice(head_objects(self._path, _HEAD_LINES, _HEAD_BYTES), given, None)
+                return
+            if cut or len(text) > head_cap:  # over the head's cap: `head_objects` skips it unparsed
+                self._read.append((line, _UNPARSED))
                 continue
-            reason = NOT_AN_OBJECT
-        yield BadLine(source, source_path, line_no, reason, excerpt(body), byte_len)
+            budget -= byte_len
+            if budget <= 0:
+                self._read.append((line, _UNPARSED))
+                return
+            try:
+                parsed = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                parsed = _UNPARSED
+            self._read.append((line, parsed))
+            if type(parsed) is dict:
+                given += 1
+                yield parsed
+
+    def _opened_lines(self) -> Iterator[bytes | _Tail]:
+        if self._lines is None:
+            raise RuntimeError(f"read {self._path} inside `with JsonLines(...)`: it opens the file")
+        return self._lines
+
+    def __iter__(self) -> Iterator[JsonLine | BadLine]:
+        source, source_path, cap = self._source, str(self._path), self._cap
+        line_no = 0
+        read, self._read = self._read, []
+        for line, parsed in read:
+            line_no += 1
+            if type(parsed) is dict and type(line) is bytes and len(line) <= cap:
+                yield _json_line_of((line_no, parsed))
+            elif item := _json_line(source, source_path, line_no, line, cap, parsed):
+                yield item
+        loads = orjson.loads
+        for line in self._opened_lines():
+            line_no += 1
+            # The common case, inline: a whole line that parses as an object.
+            if type(line) is bytes and len(line) <= cap:
+                try:
+                    obj = loads(line)
+                except orjson.JSONDecodeError:
+                    pass
+                else:
+                    if type(obj) is dict:
+                        yield _json_line_of((line_no, obj))
+                        continue
+            if item := _json_line(source, source_path, line_no, line, cap):
+                yield item
+
+
+_UNPARSED = object()  # no orjson.loads result at hand
+
+
+def _json_line(
+    source: str, source_path: str, line_no: int, line: bytes | _Tail, cap: int, parsed: object = _UNPARSED
+) -> JsonLine | BadLine | None:
+    """One line as an object, a BadLine saying why it is not one, or None when it is blank.
+
+    `parsed` is `orjson.loads(line)` when the caller already has it.
+    """
+    if isinstance(line, _Tail):
+        if line.oversize:
+            return BadLine(source, source_path, line_no, OVERSIZE_LINE, excerpt(line.head), line.byte_len)
+        text, byte_len, cut_short = line.head, line.byte_len, True
+    elif len(line) > cap:
+        return BadLine(source, source_path, line_no, OVERSIZE_LINE, excerpt(line[:cap]), len(line) + 1)
+    else:
+        text, byte_len, cut_short = line, len(line) + 1, False
+    if type(parsed) is dict:
+        return JsonLine(line_no, parsed)
+    body = text.strip()
+    if not body:
+        return None
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        reason = why_unreadable(body, cut_short)
+    else:
+        if isinstance(obj, dict):
+            return JsonLine(line_no, obj)
+        reason = NOT_AN_OBJECT
+    return BadLine(source, source_path, line_no, reason, excerpt(body), byte_len)
 
 
 def why_unreadable(body: bytes, cut_short: bool, truncated: str = TRUNCATED_LINE) -> str:
@@ -120,7 +314,7 @@ def read_head(path: Path, max_bytes: int = 64 * 1024) -> bytes:
 
 
 def head_objects(
-    path: Path, max_lines: int = 50, max_bytes: int = 4 * 1024 * 1024
+    path: Path, max_lines: int = _HEAD_LINES, max_bytes: int = _HEAD_BYTES
 ) -> Iterator[dict[str, Any]]:
     """Parse the first few JSON lines of a file, skipping any that do not parse.
 

@@ -36,7 +36,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -49,6 +49,7 @@ from trajectory_pipeline.parsers.common import (
     content_text,
     get_number,
     get_str,
+    new_event,
     parse_arguments,
     sniff_first_line,
 )
@@ -59,7 +60,7 @@ from trajectory_pipeline.parsers.lines import (
     head_objects,
     read_json_lines,
 )
-from trajectory_pipeline.schema import BadLine, Event, canonical_json, event, parse_ts, ts_to_datetime
+from trajectory_pipeline.schema import BadLine, Event, canonical_json, parse_ts, ts_to_datetime
 
 SOURCE = "own_agent"
 GLOBS = ("**/session_*.jsonl",)
@@ -227,6 +228,7 @@ def _line_timestamp(line: bytes, max_line_bytes: int) -> int | None:
 def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | BadLine]:
     """Stream the events of every session in a day file."""
     source_path = str(path)
+    stem = path.stem
     sessions = _Sessions(path, max_line_bytes, CHAIN_FILES)
     orphans = Orphans(path)
     seq = 0
@@ -238,21 +240,17 @@ def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | 
             if ts is not None and sessions.advance(ts, item.line_no):
                 yield from orphans.release(sessions.session_id, sessions.session_start)
             try:
-                fields = _entry_events(item.obj, ts, f"{path.stem}-L{item.line_no}")
+                rows, confidence = _entry_events(item.obj, ts, f"{stem}-L{item.line_no}")
             except RecordError as err:
                 bad = bad_record(SOURCE, source_path, item.line_no, err.reason, item.obj, str(err))
             else:
-                base = {
-                    "source": SOURCE,
-                    "session_id": sessions.session_id,
-                    "session_start": sessions.session_start,
-                    "source_path": source_path,
-                    "line_no": item.line_no,
-                    "ts": ts,
-                }
-                for offset, extra in enumerate(fields):
-                    yield event(**base, seq=seq + offset, **extra)
-                seq += len(fields)
+                head = (SOURCE, sessions.session_id, sessions.session_start, source_path, item.line_no)
+                # After the row: cwd, repo, git_branch, model, is_sidechain, agent_id, event_id,
+                # parent_id and interrupted (none known here), the confidence, and the defaults.
+                rest = (None, None, None, None, False, None, None, None, False, confidence, False, 0)
+                for row in rows:
+                    yield new_event((*head, seq, ts, *row, *rest))
+                    seq += 1
                 continue
         if sessions.session_id is None:
             yield from orphans.hold(bad)
@@ -261,51 +259,51 @@ def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | 
     yield from orphans.release(None, None)
 
 
-def _entry_events(obj: dict[str, Any], ts: int | None, call_id: str) -> list[dict[str, Any]]:
-    """The event fields one entry gives, or an exception saying why it cannot be read."""
+class _Row(NamedTuple):
+    """One event's own fields, in `Event` order."""
+
+    role: str
+    kind: str
+    text: str | None
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+    tool_input: str | None = None
+    is_error: bool | None = None
+    exit_code: int | None = None
+
+
+def _entry_events(obj: dict[str, Any], ts: int | None, call_id: str) -> tuple[list[_Row], float | None]:
+    """The events one entry gives and its confidence, or an exception saying why it cannot be read."""
     if ts is None:
         raise WrongFieldType("timestamp", "an ISO-8601 string or epoch number", obj.get("timestamp"))
     kind = obj.get("type")
     if not isinstance(kind, str) or kind not in _ENTRY_EVENTS:  # a list or object type is unhashable
         raise UnknownRecordType(f"type {kind!r}")
     confidence = get_number(obj, "confidence")
-    return [{**fields, "confidence": confidence} for fields in _ENTRY_EVENTS[kind](obj, call_id)]
+    return _ENTRY_EVENTS[kind](obj, call_id), confidence
 
 
-def _message(obj: dict[str, Any], call_id: str) -> list[dict[str, Any]]:
+def _message(obj: dict[str, Any], call_id: str) -> list[_Row]:
     role = get_str(obj, "role")
     if role not in _ROLES:
         raise WrongFieldType("role", f"one of {sorted(_ROLES)}", role)
     text = content_text(obj.get("content"))
-    return [{"role": _ROLES[role], "kind": "meta" if role == "system" else "message", "text": text}]
+    return [_Row(_ROLES[role], "meta" if role == "system" else "message", text)]
 
 
-def _tool_call(obj: dict[str, Any], call_id: str) -> list[dict[str, Any]]:
+def _tool_call(obj: dict[str, Any], call_id: str) -> list[_Row]:
     tool = get_str(obj, "tool")
     if tool is None:
         raise WrongFieldType("tool", "a string", None)
     arguments = parse_arguments(obj.get("args"), "args")
-    call = {
-        "role": "assistant",
-        "kind": "tool_call",
-        "tool_name": tool,
-        "tool_call_id": call_id,
-        "tool_input": canonical_json(arguments),
-    }
+    call = _Row("assistant", "tool_call", None, tool, call_id, canonical_json(arguments))
     if "result" not in obj:
         return [call]
     result = obj["result"]
     exit_code = _exit_code(result)
-    result_event = {
-        "role": "tool",
-        "kind": "tool_result",
-        "tool_name": tool,
-        "tool_call_id": call_id,
-        "text": result if isinstance(result, str) or result is None else canonical_json(result),
-        "exit_code": exit_code,
-        "is_error": _looks_like_error(result) or (exit_code is not None and exit_code != 0),
-    }
-    return [call, result_event]
+    text = result if isinstance(result, str) or result is None else canonical_json(result)
+    is_error = _looks_like_error(result) or (exit_code is not None and exit_code != 0)
+    return [call, _Row("tool", "tool_result", text, tool, call_id, None, is_error, exit_code)]
 
 
 def _exit_code(result: object) -> int | None:
@@ -327,12 +325,12 @@ def _looks_like_error(result: object) -> bool:
     return False
 
 
-def _error(obj: dict[str, Any], call_id: str) -> list[dict[str, Any]]:
-    return [{"role": "system", "kind": "error", "text": _text(obj, "error"), "is_error": True}]
+def _error(obj: dict[str, Any], call_id: str) -> list[_Row]:
+    return [_Row("system", "error", _text(obj, "error"), is_error=True)]
 
 
-def _decision(obj: dict[str, Any], call_id: str) -> list[dict[str, Any]]:
-    return [{"role": "assistant", "kind": "decision", "text": _text(obj, "decision")}]
+def _decision(obj: dict[str, Any], call_id: str) -> list[_Row]:
+    return [_Row("assistant", "decision", _text(obj, "decision"))]
 
 
 def _text(obj: dict[str, Any], key: str) -> str | None:
@@ -341,7 +339,7 @@ def _text(obj: dict[str, Any], key: str) -> str | None:
     return value if value is None or isinstance(value, str) else canonical_json(value)
 
 
-_ENTRY_EVENTS: dict[str, Callable[[dict[str, Any], str], list[dict[str, Any]]]] = {
+_ENTRY_EVENTS: dict[str, Callable[[dict[str, Any], str], list[_Row]]] = {
     "message": _message,
     "tool_call": _tool_call,
     "error": _error,
