@@ -154,7 +154,7 @@ def stub_mining(monkeypatch: pytest.MonkeyPatch):
         by_session = {t.session_id: t.calls for t in transcripts}
 
         def annotate_attempts(
-            ordered_events: pd.DataFrame, spans: list[tuple[str, int, int]]
+            ordered_events: pd.DataFrame, spans: list[tuple[str, int, int]], *, outcomes: bool = True
         ) -> dict[tuple[str, int], list[CallInfo]]:
             return {
                 (session_id, first): [c for c in by_session[session_id] if first <= c.ordinal <= last]
@@ -638,7 +638,7 @@ def test_a_sample_corpus_day_gives_decisions_for_every_accepted_tool_call(tmp_pa
     # Every main-chain tool call of a gold or silver attempt is there, once.
     expected = 0
     for attempt in attempts[attempts["tier"].isin(["gold", "silver"])].itertuples():
-        session = ordered.loc[attempt.session_id]
+        session = ordered.loc[str(attempt.session_id)]
         inside = session.loc[attempt.first_ordinal : attempt.last_ordinal]
         expected += int(((inside["kind"] == "tool_call") & ~inside["is_sidechain"]).sum())
     assert len(rows) == expected

@@ -714,6 +714,23 @@ def test_annotating_all_attempts_at_once_gives_what_each_attempt_gives_alone(
         assert [info.call.name for info in calls] == list(sequence)
 
 
+def test_annotating_without_outcomes_changes_only_the_outcomes(
+    sample: tuple[pd.DataFrame, pd.DataFrame],
+) -> None:
+    # Decision points skip reading runner output; every other fact of every call must stay the same.
+    events, attempts = sample
+    ordered = order_session_events(events)
+    spans = list(
+        zip(attempts["session_id"], attempts["first_ordinal"], attempts["last_ordinal"], strict=True)
+    )
+    full, bare = annotate_attempts(ordered, spans), annotate_attempts(ordered, spans, outcomes=False)
+    assert list(full) == list(bare)
+    pairs = [(a, b) for key in full for a, b in zip(full[key], bare[key], strict=True)]
+    assert pairs and all(b.verification_outcome is None for _, b in pairs)
+    assert any(a.verification_outcome is not None for a, _ in pairs)
+    assert all(a._replace(verification_outcome=None) == b for a, b in pairs)
+
+
 # ---- the real transcripts ---------------------------------------------------------------------------
 
 

@@ -76,32 +76,37 @@ handling (recoveries minus repeated inspections per denial, 1 without denials); 
 the agent's own confidence (0.5 where the source records none). So any threshold keeps whole
 tiers above it and the better attempts of the tier it cuts.
 
-Speed: events are ordered once (vectorized), converted to plain lists once, and each session is a
-range of rows walked by plain Python loops; no per-row DataFrame access. One core mines about
-55,000 events/s, ordering included (a generated corpus of 3 days x 2,000 sessions a source: 367k
-events, 25k attempts in 6.2 s); about a fifth of the time is the verification classifier reading
-runner output. `annotate_attempts` gives decision-point extraction the same: one conversion for all
-the attempts it needs, not one per attempt.
+Speed: only the sort keys are sorted (`ordered_columns`), only the columns mining reads are taken
+in that order and turned into plain lists, once; each session is a range of rows walked by plain
+Python loops, with the per-row tests (instruction, interruption, failed result) made once per row.
+What repeats within a run (a tool call's canonical form and class, a result's guard check, a
+verification's outcome, an instruction's intent, a family id) is worked out once per distinct value,
+in memos that live for one run. One core mines a generated day (32k events, 2.2k attempts) in about
+0.25 s, ordering included; the Python walk is a third of it, reading runner output an eighth.
+`annotate_attempts` gives decision-point extraction the same: one conversion for all the attempts
+it needs, of only the columns annotation reads (`CALL_COLUMNS`), and with `outcomes=False` no
+runner output read at all.
 """
 
 from __future__ import annotations
 
 import hashlib
+import operator
 import re
 import shlex
-from collections import deque
-from collections.abc import Sequence
+from collections import defaultdict, deque
+from collections.abc import Callable, Collection, Hashable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import PurePath
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from trajectory_pipeline.actions import CallInfo, action_class, is_decisive, shell_command
-from trajectory_pipeline.events import order_session_events
+from trajectory_pipeline.events import ORDER_COLUMNS, session_event_order
 from trajectory_pipeline.schema import canonical_json
 from trajectory_pipeline.verification import command_intent, command_outcome
 from trajectory_pipeline.vocabulary import CanonicalCall, canonicalize
@@ -166,7 +171,7 @@ class MiningConfig:
         except re.error as err:
             raise ValueError(f"correction_pattern is not a valid regex: {err}") from err
 
-    @property
+    @cached_property  # read for every attempt
     def weights(self) -> tuple[float, ...]:
         return tuple(getattr(self, name) for name in _WEIGHT_FIELDS)
 
@@ -260,6 +265,9 @@ _GUARD_WORDS = (
     "sandbox",
     "not allowed",
 )
+# Every _GUARD_ANYWHERE match holds one of these, in lower case: most results hold none, and
+# that unanchored search is the one costly step (20 µs on a 400-character head).
+_GUARD_ANYWHERE_WORDS = (" by ", "andbox", "approval")
 
 _INTERRUPT_TEXT = re.compile(
     r"\s*(?:\[request interrupted by user|interrupted by (?:the )?user\b|turn aborted\b|keyboardinterrupt)",
@@ -326,17 +334,17 @@ def is_guard_denial(text: str | None) -> bool:
         return False
     head = text.lstrip()[:_GUARD_HEAD]
     lowered = head.lower()
-    if not any(word in lowered for word in _GUARD_WORDS):
+    at_start = _GUARD_AT_START.match(head) is not None  # anchored: cheap
+    # Three substring tests rule out most results, where the fourteen _GUARD_WORDS took twice as long.
+    if not at_start and not any(map(lowered.__contains__, _GUARD_ANYWHERE_WORDS)):
         return False
-    return _GUARD_AT_START.match(head) is not None or _GUARD_ANYWHERE.search(head) is not None
-
-
-def _is_interruption_text(text: str | None) -> bool:
-    return text is not None and _INTERRUPT_TEXT.match(text[:200]) is not None
+    if not any(map(lowered.__contains__, _GUARD_WORDS)):
+        return False
+    return at_start or _GUARD_ANYWHERE.search(head) is not None
 
 
 def _stable_hash(*parts: object, length: int) -> str:
-    joined = "\x1f".join("" if part is None else str(part) for part in parts)
+    joined = "\x1f".join(["" if part is None else str(part) for part in parts])
     return hashlib.sha256(joined.encode()).hexdigest()[:length]
 
 
@@ -350,10 +358,31 @@ def attempt_id(session_id: str, source_path: str, seq: int) -> str:
 
     Only the file's name counts, not its folder: moving the transcripts keeps every id.
     """
-    return _stable_hash(session_id, PurePath(source_path).name, seq, length=16)
+    return _stable_hash(session_id, file_name(source_path), seq, length=16)
+
+
+def file_name(source_path: str) -> str:
+    """`PurePath(source_path).name`, without making a path object when the part after the last
+    slash is already the name: ids are made for every attempt and every decision point."""
+    name = source_path.rpartition("/")[2]
+    return name if name and name != "." else PurePath(source_path).name
 
 
 # ---------------------------------------------------------------- columns as plain lists
+
+
+def rows_table(rows: Sequence[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    """The rows (dicts with at least the schema's names as keys) as a table of that schema.
+
+    Each row's values are taken in one C call and transposed by `zip`: half the time of a list
+    per column, for the thousands of rows a day gives.
+    """
+    names = schema.names
+    if not rows or len(names) == 1:  # itemgetter of one key gives the value, not a 1-tuple
+        return pa.table({name: [row[name] for row in rows] for name in names}, schema=schema)
+    columns = map(list, zip(*map(operator.itemgetter(*names), rows), strict=True))
+    return pa.table(dict(zip(names, columns, strict=True)), schema=schema)
+
 
 _REQUIRED = ("session_id", "source", "source_path", "seq", "role", "kind")
 _OPTIONAL_TEXT = (
@@ -369,10 +398,93 @@ _OPTIONAL_TEXT = (
 )
 
 
+_NUMERIC_OPTIONAL = ("is_error", "exit_code", "confidence", "is_sidechain", "interrupted")
+# Every column mining reads: ordering drags each column of the frame along, so it gets only these.
+READ_COLUMNS = (*_REQUIRED, *_OPTIONAL_TEXT, *_NUMERIC_OPTIONAL, "ts", "session_start")
+# The columns annotating calls reads (`annotate_calls`, `annotate_attempts`).
+CALL_COLUMNS = (
+    *_REQUIRED,
+    "text",
+    "tool_name",
+    "tool_call_id",
+    "tool_input",
+    "agent_id",
+    "is_error",
+    "exit_code",
+    "is_sidechain",
+)
+
+
+def ordered_columns(
+    events: pd.DataFrame, names: Sequence[str] | None = None, sessions: Collection[str] | None = None
+) -> pd.DataFrame:
+    """`order_session_events(events)`, with only the columns `names` (those present; all by
+    default) and only the rows of `sessions` (all by default).
+
+    The order depends on the sort keys alone, so it is computed on them and the wanted rows and
+    columns are taken once: sorting the whole frame, twice, moves every column it holds.
+    """
+    wanted = events.columns if names is None else dict.fromkeys(names)
+    keep = [name for name in wanted if name in events.columns]
+    keys = events[[name for name in ORDER_COLUMNS if name in events.columns]]
+    if sessions is None:
+        rows = np.arange(len(events))
+    else:  # ordinals count within a session, so the other sessions change nothing
+        rows = _rows_of_sessions(events["session_id"], sessions)
+        keys = keys.take(rows)
+    order, ordinals = session_event_order(keys)
+    frame = events[keep].take(rows[order]).reset_index(drop=True)
+    frame["ordinal"] = ordinals
+    return frame
+
+
+def _rows_of_sessions(session_ids: pd.Series, sessions: Collection[str]) -> np.ndarray:
+    """Positions of the rows whose session is one of `sessions`, as `session_ids.isin(sessions)`.
+
+    Decided once per distinct session: `isin` on Arrow strings makes a pyarrow scalar of every
+    value asked about, 4 ms for a day's thousand sessions.
+    """
+    codes, uniques = pd.factorize(session_ids)
+    wanted = set(sessions)
+    # one more slot, False, for code -1: a missing session_id is in no session
+    keep = np.array([value in wanted for value in uniques] + [False], dtype=bool)
+    return np.flatnonzero(keep[codes])
+
+
 def _objects(series: pd.Series) -> list[Any]:
     """Values as Python objects with every missing value (NaN, NA, NaT) as None."""
+    if isinstance(series.dtype, pd.StringDtype):
+        # pyarrow hands out None for missing strings itself, without an object array in between.
+        return pa.array(series).to_pylist()
     values = series.astype(object)
     return values.where(series.notna(), None).tolist()
+
+
+def _is_numpy(series: pd.Series, kind: str) -> bool:
+    return isinstance(series.dtype, np.dtype) and series.dtype.kind == kind
+
+
+def _numbers(series: pd.Series) -> list[Any]:
+    """`_objects` of a numeric column; a NumPy float column's only missing value is NaN."""
+    if _is_numpy(series, "f"):
+        return [None if v != v else v for v in series.tolist()]
+    return _objects(series)
+
+
+def _optional_texts(frame: pd.DataFrame, name: str) -> list[Any]:
+    """`_objects` of an optional column; all None where the frame lacks it."""
+    return _objects(frame[name]) if name in frame.columns else [None] * len(frame)
+
+
+def _optional_numbers(frame: pd.DataFrame, name: str) -> list[Any]:
+    """`_numbers` of an optional column; all None where the frame lacks it."""
+    return _numbers(frame[name]) if name in frame.columns else [None] * len(frame)
+
+
+def _ints(series: pd.Series) -> list[int]:
+    if _is_numpy(series, "i"):  # already Python ints
+        return series.tolist()
+    return [int(v) for v in series.tolist()]
 
 
 def _micros(series: pd.Series) -> list[int | None]:
@@ -384,8 +496,61 @@ def _micros(series: pd.Series) -> list[int | None]:
     return [None if gone else int(v) for v, gone in zip(raw.tolist(), missing.tolist(), strict=True)]
 
 
-class _Events:
-    """The columns mining reads, as lists indexed by row of an ordered events frame."""
+class _CallFacts(NamedTuple):
+    """What a tool call's source, name and input alone decide, worked out once per distinct call:
+    agents repeat calls (`git status`, the test command, reads of the same file) within a day."""
+
+    call: CanonicalCall
+    action_class: str
+    decisive: bool
+    key: tuple[str, str]  # `_call_key`: tells a call made again from a different one
+    command: str  # run_shell's command; "" for other tools
+    shell_intent: str | None  # command_intent of a run_shell command
+    inspected: Sequence[str]  # files the call reads, as the call names them
+    edited: Sequence[str]  # files the call changes, as the call names them
+
+
+def _call_facts(source: str, tool_name: str, tool_input: Any) -> _CallFacts:
+    call = canonicalize(source, tool_name, tool_input)
+    klass = action_class(call)
+    command = shell_command(call) if call.name == "run_shell" else ""
+    intent = command_intent(command) if call.name == "run_shell" else None
+    return _CallFacts(
+        call=call,
+        action_class=klass,
+        decisive=is_decisive(call),
+        key=_call_key(call),
+        command=command,
+        shell_intent=intent,
+        inspected=_inspected_files(call, klass, intent),
+        edited=_edited_files(call),
+    )
+
+
+_K = TypeVar("_K", bound=Hashable)
+_V = TypeVar("_V")
+
+
+class _Memo(dict[_K, _V]):
+    """A pure function's results by argument, for one run: each distinct argument is worked out once."""
+
+    def __init__(self, function: Callable[[_K], _V]) -> None:
+        super().__init__()
+        self.function = function
+
+    def __missing__(self, key: _K) -> _V:
+        value = self[key] = self.function(key)
+        return value
+
+
+def _outcome_of(args: tuple[str | None, int | None, bool | None, str | None, str]) -> str:
+    intent, exit_code, is_error, output, command = args
+    return command_outcome(intent, exit_code, is_error, output, command=command)
+
+
+class _CallColumns:
+    """The columns annotating calls reads, as lists indexed by row of an ordered events frame, with
+    which results failed and memos of what repeats: all that decision-point extraction needs."""
 
     def __init__(self, frame: pd.DataFrame) -> None:
         missing = [name for name in (*_REQUIRED, "ordinal") if name not in frame.columns]
@@ -394,41 +559,41 @@ class _Events:
                 f"events need the columns {missing} (ordered events come from order_session_events); "
                 f"got {list(frame.columns)}"
             )
-        n = len(frame)
-        nothing: list[Any] = [None] * n
-        self.n = n
+        self.n = len(frame)
         self.session_id: list[str] = frame["session_id"].astype(str).tolist()
         self.source: list[str] = frame["source"].astype(str).tolist()
-        self.source_path: list[str] = frame["source_path"].astype(str).tolist()
-        self.seq: list[int] = [int(v) for v in frame["seq"].tolist()]
-        self.ordinal: list[int] = [int(v) for v in frame["ordinal"].tolist()]
-        self.role: list[str] = frame["role"].astype(str).tolist()
+        self.ordinal: list[int] = _ints(frame["ordinal"])
         self.kind: list[str] = frame["kind"].astype(str).tolist()
-        texts = {name: _objects(frame[name]) if name in frame.columns else nothing for name in _OPTIONAL_TEXT}
-        self.text: list[str | None] = texts["text"]
-        self.tool_name: list[str | None] = texts["tool_name"]
-        self.tool_call_id: list[str | None] = texts["tool_call_id"]
-        self.tool_input: list[str | None] = texts["tool_input"]
-        self.cwd: list[str | None] = texts["cwd"]
-        self.repo: list[str | None] = texts["repo"]
-        self.git_branch: list[str | None] = texts["git_branch"]
-        self.model: list[str | None] = texts["model"]
-        self.agent_id: list[str | None] = texts["agent_id"]
-        self.ts: list[int | None] = _micros(frame["ts"]) if "ts" in frame.columns else nothing
+        self.text: list[str | None] = _optional_texts(frame, "text")
+        self.tool_name: list[str | None] = _optional_texts(frame, "tool_name")
+        self.tool_call_id: list[str | None] = _optional_texts(frame, "tool_call_id")
+        self.tool_input: list[str | None] = _optional_texts(frame, "tool_input")
+        self.agent_id: list[str | None] = _optional_texts(frame, "agent_id")
         self.is_error: list[bool | None] = [
-            None if v is None else bool(v)
-            for v in (_objects(frame["is_error"]) if "is_error" in frame.columns else nothing)
+            None if v is None else bool(v) for v in _optional_numbers(frame, "is_error")
         ]
         self.exit_code: list[int | None] = [
-            None if v is None else int(v)
-            for v in (_objects(frame["exit_code"]) if "exit_code" in frame.columns else nothing)
-        ]
-        self.confidence: list[float | None] = [
-            None if v is None else float(v)
-            for v in (_objects(frame["confidence"]) if "confidence" in frame.columns else nothing)
+            None if v is None else int(v) for v in _optional_numbers(frame, "exit_code")
         ]
         self.is_sidechain: list[bool] = _flags(frame, "is_sidechain")
-        self.interrupted: list[bool] = _flags(frame, "interrupted")
+        # Per row: a tool result that failed (False for other kinds).
+        self.failed = [
+            kind == "tool_result" and _result_failed(is_error, code, text)
+            for kind, is_error, code, text in zip(
+                self.kind, self.is_error, self.exit_code, self.text, strict=True
+            )
+        ]
+        # Memos of pure functions of repeated inputs: tool calls, result texts, runner outputs.
+        self._calls: _Memo[tuple[str, str, str | None], _CallFacts] = _Memo(lambda key: _call_facts(*key))
+        self.guard_denial: _Memo[str | None, bool] = _Memo(is_guard_denial)
+        self.outcome = _Memo(_outcome_of)
+
+    def call_facts(self, i: int) -> _CallFacts:
+        """`_CallFacts` of the tool_call at row `i`."""
+        source, name, tool_input = self.source[i], self.tool_name[i] or "", self.tool_input[i]
+        if tool_input is None or isinstance(tool_input, str):
+            return self._calls[(source, name, tool_input)]
+        return _call_facts(source, name, tool_input)  # a dict input: unhashable, and rare
 
     def sessions(self) -> list[tuple[int, int]]:
         """[start, stop) row ranges of each session (ordinals restart at 0 for each one)."""
@@ -438,32 +603,51 @@ class _Events:
         return list(zip(starts, [*starts[1:], self.n], strict=True))
 
 
+class _Events(_CallColumns):
+    """All the columns mining reads, and the per-row facts its walks test again and again."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        super().__init__(frame)
+        self.source_path: list[str] = frame["source_path"].astype(str).tolist()
+        self.seq: list[int] = _ints(frame["seq"])
+        self.role: list[str] = frame["role"].astype(str).tolist()
+        self.cwd: list[str | None] = _optional_texts(frame, "cwd")
+        self.repo: list[str | None] = _optional_texts(frame, "repo")
+        self.git_branch: list[str | None] = _optional_texts(frame, "git_branch")
+        self.model: list[str | None] = _optional_texts(frame, "model")
+        self.ts: list[int | None] = _micros(frame["ts"]) if "ts" in frame.columns else [None] * self.n
+        self.confidence: list[float | None] = [
+            None if v is None else float(v) for v in _optional_numbers(frame, "confidence")
+        ]
+        self.interrupted: list[bool] = _flags(frame, "interrupted")
+        # Per row: an interruption (flag or notice); a real instruction; agent activity (or an
+        # interruption), which separates two instructions.
+        notice = _INTERRUPT_TEXT.match  # on the first 200 characters (endpos), as if cut there
+        self.interruption = [
+            flag or (kind != "tool_result" and text is not None and notice(text, 0, 200) is not None)
+            for flag, kind, text in zip(self.interrupted, self.kind, self.text, strict=True)
+        ]
+        self.instruction = [
+            role == "user" and kind == "message" and not sidechain and not interruption
+            for role, kind, sidechain, interruption in zip(
+                self.role, self.kind, self.is_sidechain, self.interruption, strict=True
+            )
+        ]
+        self.activity = [
+            role in ("assistant", "tool") or interruption
+            for role, interruption in zip(self.role, self.interruption, strict=True)
+        ]
+
+
 def _flags(frame: pd.DataFrame, name: str) -> list[bool]:
     if name not in frame.columns:
         return [False] * len(frame)
+    if _is_numpy(frame[name], "b"):
+        return frame[name].tolist()
     return [v is True or v == 1 for v in _objects(frame[name])]
 
 
 # ---------------------------------------------------------------- attempts
-
-
-def _is_instruction(ev: _Events, i: int) -> bool:
-    return (
-        ev.role[i] == "user"
-        and ev.kind[i] == "message"
-        and not ev.is_sidechain[i]
-        and not ev.interrupted[i]
-        and not _is_interruption_text(ev.text[i])
-    )
-
-
-def _is_interruption(ev: _Events, i: int) -> bool:
-    return ev.interrupted[i] or (ev.kind[i] != "tool_result" and _is_interruption_text(ev.text[i]))
-
-
-def _is_activity(ev: _Events, i: int) -> bool:
-    """Anything the agent did, or an interruption: what separates two instructions."""
-    return ev.role[i] in ("assistant", "tool") or _is_interruption(ev, i)
 
 
 def _split(ev: _Events, start: int, stop: int) -> list[list[int]]:
@@ -471,14 +655,15 @@ def _split(ev: _Events, start: int, stop: int) -> list[list[int]]:
     to the row before the next attempt's first (or `stop`)."""
     attempts: list[list[int]] = []
     active = False
+    instruction, activity = ev.instruction, ev.activity
     for i in range(start, stop):
-        if _is_instruction(ev, i):
+        if instruction[i]:
             if attempts and not active:
                 attempts[-1].append(i)  # more of the same instruction
             else:
                 attempts.append([i])
                 active = False
-        elif attempts and not active and _is_activity(ev, i):
+        elif attempts and not active and activity[i]:
             active = True
     return attempts
 
@@ -510,29 +695,29 @@ def _call_key(call: CanonicalCall) -> tuple[str, str]:
     return call.name, canonical_json(call.arguments)
 
 
-def _result_failed(ev: _Events, r: int) -> bool:
-    if ev.is_error[r]:
+def _result_failed(is_error: bool | None, exit_code: int | None, text: str | None) -> bool:
+    """Whether a tool result says its call failed."""
+    if is_error:
         return True
-    code = ev.exit_code[r]
-    if code is not None:
-        return code != 0
-    text = ev.text[r]
+    if exit_code is not None:
+        return exit_code != 0
     # Where the source records no outcome (chat logs), the text is all there is.
-    return ev.is_error[r] is None and text is not None and _ERROR_TEXT.match(text[:100]) is not None
+    return is_error is None and text is not None and _ERROR_TEXT.match(text[:100]) is not None
 
 
-def _link_results(ev: _Events, lo: int, hi: int) -> dict[int, int]:
+def _link_results(ev: _CallColumns, lo: int, hi: int) -> dict[int, int]:
     """Row of each tool_call → row of its tool_result: by id, else the next id-less result of the
     same agent, first in first out."""
+    kinds, call_ids = ev.kind, ev.tool_call_id
     by_id: dict[str, int] = {}
     for i in range(lo, hi + 1):
-        call_id = ev.tool_call_id[i]
-        if ev.kind[i] == "tool_result" and call_id is not None:
+        call_id = call_ids[i]
+        if kinds[i] == "tool_result" and call_id is not None:
             by_id.setdefault(call_id, i)
     links: dict[int, int] = {}
     waiting: dict[tuple[bool, str | None], deque[int]] = {}
     for i in range(lo, hi + 1):
-        kind, call_id = ev.kind[i], ev.tool_call_id[i]
+        kind, call_id = kinds[i], call_ids[i]
         if kind == "tool_call":
             if call_id is not None:
                 if call_id in by_id and by_id[call_id] > i:
@@ -546,67 +731,83 @@ def _link_results(ev: _Events, lo: int, hi: int) -> dict[int, int]:
     return links
 
 
-def _annotate(ev: _Events, lo: int, hi: int) -> list[CallInfo]:
+class _Annotated(NamedTuple):
+    """One call as `annotate_calls` gives it, with its rows and its `_CallFacts`."""
+
+    info: CallInfo
+    row: int
+    result_row: int | None
+    facts: _CallFacts
+
+
+def _annotate(ev: _CallColumns, lo: int, hi: int, *, outcomes: bool = True) -> list[_Annotated]:
+    """The calls of rows lo..hi (inclusive); without `outcomes`, verifications get no outcome."""
     links = _link_results(ev, lo, hi)
-    calls: list[CallInfo] = []
-    previous: dict[tuple[bool, str | None], CallInfo] = {}
-    inspected: dict[tuple[bool, str | None], set[tuple[str, str]]] = {}
+    calls: list[_Annotated] = []
+    previous: dict[tuple[bool, str | None], _Annotated] = {}
+    inspected: defaultdict[tuple[bool, str | None], set[tuple[str, str]]] = defaultdict(set)
     seen_main_call = False
+    kinds = ev.kind
     for i in range(lo, hi + 1):
-        if ev.kind[i] != "tool_call":
+        if kinds[i] != "tool_call":
             continue
-        call = canonicalize(ev.source[i], ev.tool_name[i] or "", ev.tool_input[i])
-        klass = action_class(call)
+        facts = ev.call_facts(i)
+        action_class = facts.action_class
         r = links.get(i)
-        text = ev.text[r] if r is not None else None
-        guard = r is not None and is_guard_denial(text)
-        failed = r is not None and not guard and _result_failed(ev, r)
-        intent: str | None = None
-        outcome: str | None = None
-        if klass == "verification":
-            command = shell_command(call)
-            intent = command_intent(command)
-            if not guard:  # a refused verification never ran: no outcome
+        result_text = ev.text[r] if r is not None else None
+        guard_denied = r is not None and ev.guard_denial[result_text]
+        is_error = guard_denied or (r is not None and ev.failed[r])
+        verification_intent: str | None = None
+        verification_outcome: str | None = None
+        if action_class == "verification":
+            verification_intent = facts.shell_intent
+            if outcomes and not guard_denied:  # a refused verification never ran: no outcome
                 exit_code = ev.exit_code[r] if r is not None else None
-                is_error = ev.is_error[r] if r is not None else None
-                outcome = command_outcome(intent, exit_code, is_error, text, command=command)
-        stream = (ev.is_sidechain[i], ev.agent_id[i])
+                result_is_error = ev.is_error[r] if r is not None else None
+                verification_outcome = ev.outcome[
+                    (verification_intent, exit_code, result_is_error, result_text, facts.command)
+                ]
+        is_sidechain = ev.is_sidechain[i]
+        stream = (is_sidechain, ev.agent_id[i])
         before = previous.get(stream)
-        seen = inspected.setdefault(stream, set())
-        key = _call_key(call)
-        after_guard = before is not None and before.guard_denied
-        repeated = after_guard and klass == "inspect" and key in seen
-        recovery = (
+        key = facts.key
+        after_guard = before is not None and before.info.guard_denied
+        repeated_inspection_after_guard = (
+            after_guard and action_class == "inspect" and key in inspected[stream]
+        )
+        guard_recovery = (
             after_guard
             and before is not None
-            and key != _call_key(before.call)
-            and not repeated
-            and not guard
+            and key != before.facts.key
+            and not repeated_inspection_after_guard
+            and not guard_denied
         )
-        first = not ev.is_sidechain[i] and not seen_main_call
-        seen_main_call = seen_main_call or not ev.is_sidechain[i]
+        first_action = not is_sidechain and not seen_main_call
+        seen_main_call = seen_main_call or not is_sidechain
+        # positional, in field order: keywords would cost more than half of building it
         info = CallInfo(
-            ordinal=ev.ordinal[i],
-            call=call,
-            action_class=klass,
-            decisive=is_decisive(call),
-            tool_call_id=ev.tool_call_id[i],
-            is_sidechain=ev.is_sidechain[i],
-            result_ordinal=ev.ordinal[r] if r is not None else None,
-            result_text=text,
-            is_error=failed or guard,
-            verification_intent=intent,
-            verification_outcome=outcome,
-            guard_denied=guard,
-            first_action=first,
-            after_guard=after_guard,
-            guard_recovery=recovery,
-            repeated_inspection_after_guard=repeated,
+            ev.ordinal[i],
+            facts.call,
+            action_class,
+            facts.decisive,
+            ev.tool_call_id[i],
+            is_sidechain,
+            ev.ordinal[r] if r is not None else None,
+            result_text,
+            is_error,
+            verification_intent,
+            verification_outcome,
+            guard_denied,
+            first_action,
+            after_guard,
+            guard_recovery,
+            repeated_inspection_after_guard,
         )
-        calls.append(info)
-        previous[stream] = info
-        if klass == "inspect" and not guard:
-            seen.add(key)
+        annotated = _Annotated(info, i, r, facts)
+        calls.append(annotated)
+        previous[stream] = annotated
+        if action_class == "inspect" and not guard_denied:
+            inspected[stream].add(key)
     return calls
 
 
@@ -616,22 +817,24 @@ def annotate_calls(attempt_events: pd.DataFrame) -> list[CallInfo]:
     `order_session_events` output; guard context does not cross attempts."""
     if attempt_events.empty:
         return []
-    ev = _Events(attempt_events)
-    return _annotate(ev, 0, ev.n - 1)
+    ev = _CallColumns(attempt_events)
+    return [call.info for call in _annotate(ev, 0, ev.n - 1)]
 
 
 def annotate_attempts(
-    ordered_events: pd.DataFrame, spans: Sequence[tuple[str, int, int]]
+    ordered_events: pd.DataFrame, spans: Sequence[tuple[str, int, int]], *, outcomes: bool = True
 ) -> dict[tuple[str, int], list[CallInfo]]:
     """`annotate_calls` of many attempts at once, keyed by (session_id, first_ordinal).
 
     `ordered_events` are whole sessions in `order_session_events` order; each span is
     (session_id, first_ordinal, last_ordinal), inclusive. The frame becomes plain lists once, not once
     per attempt: that conversion, not the annotation, is what costs on a day of small attempts.
+    With `outcomes=False` every `verification_outcome` is None: reading runner output is most of
+    what annotation costs, and a caller that never looks at outcomes (decision points) need not pay.
     """
     if not spans:
         return {}
-    ev = _Events(ordered_events)
+    ev = _CallColumns(ordered_events)
     rows = {ev.session_id[start]: (start, stop) for start, stop in ev.sessions()}
     annotated: dict[tuple[str, int], list[CallInfo]] = {}
     for session_id, first, last in spans:
@@ -641,7 +844,8 @@ def annotate_attempts(
                 f"attempt span {first}..{last} of session {session_id} is not within the ordered events, "
                 f"which hold {stop - start} events of that session"
             )
-        annotated[(session_id, first)] = _annotate(ev, start + first, start + last)
+        calls = _annotate(ev, start + first, start + last, outcomes=outcomes)
+        annotated[(session_id, first)] = [call.info for call in calls]
     return annotated
 
 
@@ -671,28 +875,25 @@ def _shell_read_paths(command: str) -> tuple[str, ...]:
     )
 
 
-def _inspected_files(info: CallInfo) -> Sequence[str]:
-    args = info.call.arguments
-    if info.call.name == "read_file":
-        path = args.get("file_path")
-        return [path] if isinstance(path, str) and path else []
-    if info.call.name == "run_shell" and info.action_class == "inspect":
-        command = shell_command(info.call)
-        if command_intent(command) == "read":
-            return _shell_read_paths(command)
-    return []
+def _inspected_files(call: CanonicalCall, klass: str, shell_intent: str | None) -> tuple[str, ...]:
+    if call.name == "read_file":
+        path = call.arguments.get("file_path")
+        return (path,) if isinstance(path, str) and path else ()
+    if call.name == "run_shell" and klass == "inspect" and shell_intent == "read":
+        return _shell_read_paths(shell_command(call))
+    return ()
 
 
-def _edited_files(info: CallInfo) -> list[str]:
-    args = info.call.arguments
-    if info.call.name in ("edit_file", "write_file"):
+def _edited_files(call: CanonicalCall) -> tuple[str, ...]:
+    args = call.arguments
+    if call.name in ("edit_file", "write_file"):
         path = args.get("file_path")
-        return [path] if isinstance(path, str) and path else []
-    if info.call.name == "apply_patch":
+        return (path,) if isinstance(path, str) and path else ()
+    if call.name == "apply_patch":
         patch = args.get("patch_text")
         if isinstance(patch, str):
-            return [a or b for a, b in _PATCH_FILE.findall(patch) if (a or b) != "/dev/null"]
-    return []
+            return tuple(a or b for a, b in _PATCH_FILE.findall(patch) if (a or b) != "/dev/null")
+    return ()
 
 
 def _shape(calls: Sequence[CallInfo]) -> str:
@@ -712,54 +913,49 @@ class _Outcome:
     __slots__ = ("confidence", "errors", "interruptions", "sidechain_events", "unresolved")
 
     def __init__(self, ev: _Events, lo: int, hi: int, guarded_results: set[int], cut_off: bool) -> None:
-        errors = interruptions = sidechain = 0
+        errors = interruptions = 0
         unresolved = False
-        confidences: list[float] = []
+        confidences = [conf for conf in ev.confidence[lo : hi + 1] if conf is not None]
         last_word = -1  # the agent's (or an interruption's) last substantive event: decides a cut-off
         prev = -1  # the previous event that is not meta or reasoning
+        kinds, roles, is_sidechain, failed = ev.kind, ev.role, ev.is_sidechain, ev.failed
+        interruption, interrupted = ev.interruption, ev.interrupted
         for i in range(lo, hi + 1):
-            kind = ev.kind[i]
-            if ev.is_sidechain[i]:
-                sidechain += 1
-            conf = ev.confidence[i]
-            if conf is not None:
-                confidences.append(conf)
+            kind = kinds[i]
             if kind == "tool_result":
-                if ev.interrupted[i]:
+                if interrupted[i]:
                     interruptions += 1
                 if i in guarded_results:
                     pass
-                elif _result_failed(ev, i):
+                elif failed[i]:
                     errors += 1
                     unresolved = True
                 else:
                     unresolved = False
-            elif _is_interruption(ev, i):
+            elif interruption[i]:
                 # The notice after a refused call belongs to the refusal; after an interrupted
                 # tool run, to that interruption.
-                echo = prev >= 0 and (prev in guarded_results or ev.interrupted[prev])
+                echo = prev >= 0 and (prev in guarded_results or interrupted[prev])
                 if not echo:
                     interruptions += 1
             elif kind == "error":
                 notice = (
-                    prev >= 0
-                    and ev.kind[prev] == "tool_result"
-                    and (prev in guarded_results or _result_failed(ev, prev))
+                    prev >= 0 and kinds[prev] == "tool_result" and (prev in guarded_results or failed[prev])
                 )
-                if not notice and not is_guard_denial(ev.text[i]):
+                if not notice and not ev.guard_denial[ev.text[i]]:
                     errors += 1
                     unresolved = True
             if kind not in ("meta", "reasoning", "decision"):
                 prev = i
-                if not ev.is_sidechain[i] and (ev.role[i] != "user" or _is_interruption(ev, i)):
+                if not is_sidechain[i] and (roles[i] != "user" or interruption[i]):
                     last_word = i
         if cut_off and not interruptions and last_word >= 0:
-            word_kind = ev.kind[last_word]
+            word_kind = kinds[last_word]
             if word_kind in ("tool_call", "tool_result") and last_word not in guarded_results:
                 interruptions += 1
         self.errors = errors
         self.interruptions = interruptions
-        self.sidechain_events = sidechain
+        self.sidechain_events = sum(is_sidechain[lo : hi + 1])
         self.unresolved = unresolved
         self.confidence = sum(confidences) / len(confidences) if confidences else None
 
@@ -785,7 +981,7 @@ def _signal(row: dict[str, Any], config: MiningConfig) -> float:
     confidence = row["confidence"] if row["confidence"] is not None else 0.5
     scores = (clean, verified, guard, no_corrections, min(1.0, max(0.0, confidence)))
     weights = config.weights
-    return sum(w * s for w, s in zip(weights, scores, strict=True)) / sum(weights)
+    return sum(map(operator.mul, weights, scores)) / sum(weights)
 
 
 def _tier(row: dict[str, Any], ended_on_guard: bool, config: MiningConfig) -> tuple[str, list[str], float]:
@@ -835,11 +1031,10 @@ def _mine_attempt(
     cut_off: bool,
 ) -> dict[str, Any]:
     """One attempt's row, less the columns that need its neighbours (corrections, intent, tier)."""
-    calls = _annotate(ev, lo, hi)
+    annotated = _annotate(ev, lo, hi)
+    calls = [call.info for call in annotated]
     guarded_results = {
-        r
-        for info in calls
-        if info.guard_denied and (r := _row_of(ev, lo, hi, info.result_ordinal)) is not None
+        call.result_row for call in annotated if call.info.guard_denied and call.result_row is not None
     }
     outcome = _Outcome(ev, lo, hi, guarded_results, cut_off)
 
@@ -851,30 +1046,31 @@ def _mine_attempt(
     edits = 0
     final: str | None = None
     denials = recoveries = repeated = 0
-    for info in calls:
+    for info, at, _, facts in annotated:
         tools_used.setdefault(info.call.name, None)
-        at = _row_of(ev, lo, hi, info.ordinal)
-        cwd = ev.cwd[at] if at is not None else None
+        cwd = ev.cwd[at]
         denials += info.guard_denied
         recoveries += info.guard_recovery
         repeated += info.repeated_inspection_after_guard
         if info.guard_denied:
             continue
         if info.action_class == "inspect" and not info.is_error:  # a failed read saw nothing
-            for path in _inspected_files(info):
+            for path in facts.inspected:
                 inspected.setdefault(_relative(path, cwd), None)
         elif info.action_class in ("edit", "patch") and not info.is_error:
             edits += 1
             final = None  # only verifications after the last edit decide
-            for path in _edited_files(info):
+            for path in facts.edited:
                 edited.setdefault(_relative(path, cwd), None)
         elif info.verification_outcome is not None:
             v_intents.append(info.verification_intent or "unknown")
             v_outcomes.append(info.verification_outcome)
             final = info.verification_outcome
-    ended_on_guard = bool(calls) and next(
-        (info.guard_denied for info in reversed(calls) if not info.is_sidechain), False
-    )
+    ended_on_guard = False  # the main agent's last call was refused
+    for info in reversed(calls):
+        if not info.is_sidechain:
+            ended_on_guard = info.guard_denied
+            break
 
     first = instruction_rows[0]
     texts = [ev.text[i] for i in instruction_rows if ev.text[i]]
@@ -918,18 +1114,18 @@ def _mine_attempt(
     return row
 
 
-def _row_of(ev: _Events, lo: int, hi: int, ordinal: int | None) -> int | None:
-    """Row index of an ordinal within [lo, hi]; ordinals are consecutive inside a session."""
-    if ordinal is None:
-        return None
-    row = lo + (ordinal - ev.ordinal[lo])
-    return row if lo <= row <= hi and ev.ordinal[row] == ordinal else None
-
-
-def _mine_session(ev: _Events, start: int, stop: int, config: MiningConfig) -> list[dict[str, Any]]:
+def _mine_session(
+    ev: _Events,
+    start: int,
+    stop: int,
+    config: MiningConfig,
+    instructions: _Memo[str, tuple[str, bool]],
+    families: _Memo[tuple[str | None, str, str], str],
+) -> list[dict[str, Any]]:
+    """The session's attempt rows; `instructions` gives an instruction's intent and whether it is a
+    correction, `families` the family id of a repo, intent and shape."""
     attempts = _split(ev, start, stop)
     bounds = _bounds(attempts, stop)
-    correction = re.compile(config.correction_pattern, re.IGNORECASE)
     rows: list[dict[str, Any]] = []
     for index, (rows_of_instruction, (lo, hi)) in enumerate(zip(attempts, bounds, strict=True)):
         cut_off = index + 1 < len(attempts) and ev.source[lo] in config.implicit_interruption_sources
@@ -938,14 +1134,13 @@ def _mine_session(ev: _Events, start: int, stop: int, config: MiningConfig) -> l
         row["corrections"] = 0
         rows.append(row)
     for index, row in enumerate(rows):
-        intent = classify_intent(row["instruction"])
-        corrects_previous = index > 0 and correction.search(row["instruction"]) is not None
-        if corrects_previous:  # a correction continues the task it corrects
+        intent, is_correction = instructions[row["instruction"]]
+        if index > 0 and is_correction:  # a correction continues the task it corrects
             rows[index - 1]["corrections"] += 1
             intent = rows[index - 1]["intent"]
         row["intent"] = intent
     for row in rows:
-        row["family_id"] = family_id(row["repo"], row["intent"], row["shape"])
+        row["family_id"] = families[(row["repo"], row["intent"], row["shape"])]
         tier, reasons, quality = _tier(row, row.pop("_ended_on_guard"), config)
         row["tier"], row["tier_reasons"], row["quality"] = tier, reasons, quality
     return rows
@@ -959,9 +1154,14 @@ def mine_trajectories(events: pd.DataFrame, config: MiningConfig = MiningConfig(
     missing = [name for name in (*_REQUIRED, "ts", "session_start") if name not in events.columns]
     if missing:
         raise ValueError(f"events need the raw_sessions columns {missing}; got {list(events.columns)}")
-    ev = _Events(order_session_events(events))
+    ev = _Events(ordered_columns(events, READ_COLUMNS))
+    correction = re.compile(config.correction_pattern, re.IGNORECASE)
+    # Instructions repeat ("run the tests", "continue"): classify each distinct text once.
+    instructions: _Memo[str, tuple[str, bool]] = _Memo(
+        lambda text: (classify_intent(text), correction.search(text) is not None)
+    )
+    families: _Memo[tuple[str | None, str, str], str] = _Memo(lambda key: family_id(*key))
     rows: list[dict[str, Any]] = []
     for start, stop in ev.sessions():
-        rows.extend(_mine_session(ev, start, stop, config))
-    columns = {name: [row[name] for row in rows] for name in TRAJECTORY_SCHEMA.names}
-    return pa.table(columns, schema=TRAJECTORY_SCHEMA).to_pandas()
+        rows.extend(_mine_session(ev, start, stop, config, instructions, families))
+    return rows_table(rows, TRAJECTORY_SCHEMA).to_pandas()

@@ -1020,8 +1020,10 @@ _HEAD_CHARS, _TAIL_CHARS = 4_000, 12_000  # how much of a long output is read
 
 
 class _Rule(NamedTuple):
-    """A runner's summary line and what it means; `needles` are substrings any match contains,
-    checked first so a 30 KB output is only scanned by the few rules that can match it."""
+    """A runner's summary line and what it means. `needles` are substrings of which every match
+    holds one on its first line: a rule is tried only where one of them occurs, from the first line
+    that holds one, so a 30 KB output is scanned by the few rules that can match it, near the
+    lines they can match (a `^` pattern costs a step per character it is tried at)."""
 
     needles: tuple[str, ...]
     pattern: re.Pattern[str]
@@ -1138,10 +1140,16 @@ def runner_outcome(output: str | None) -> str | None:
     if "\x1b" in output:
         output = _ANSI.sub("", output)
     passed = False
+    find = output.find
     for rule in _RUNNER_RULES:
-        if not any(needle in output for needle in rule.needles):
+        if len(rule.needles) == 1:
+            first = find(rule.needles[0])
+        else:
+            first = min([at for at in map(find, rule.needles) if at >= 0], default=-1)
+        if first < 0:
             continue
-        for match in rule.pattern.finditer(output):
+        # no match starts before the line of the first needle (see _Rule)
+        for match in rule.pattern.finditer(output, output.rfind("\n", 0, first) + 1):
             verdict = rule.judge(match)
             if verdict == FAILED:
                 return FAILED
