@@ -40,13 +40,15 @@ BASE = [
 ]
 
 
-def test_a_duplicate_seen_on_two_days_is_kept_once(tmp_path: Path) -> None:
+def test_a_duplicate_seen_on_two_days_is_kept_once_on_the_held_out_side(tmp_path: Path) -> None:
     # Day 2 repeats day 1's (prompt, target) in another session, landing in test: a leak unless removed.
+    # The train copy goes, so the eval can still ask about it and the adapter never saw it.
     rows = window(*BASE, row("d09", "s9", "test", "fix a"))
     kept, dropped = dedupe_across_days(rows)
-    assert dropped == 1 and "d09" not in set(kept["decision_id"])
+    assert dropped == 1 and "d09" in set(kept["decision_id"]) and "d01" not in set(kept["decision_id"])
+    assert list(kept["decision_id"]) == sorted(kept["decision_id"])
     manifest = write_window(rows, tmp_path / "data", batch_size=1, partitions=["2026-11-21", "2026-11-22"])
-    assert manifest.counts == {"train": 2, "valid": 1, "test": 1}
+    assert manifest.counts == {"train": 1, "valid": 1, "test": 2}
     assert read_manifest(tmp_path / "data").config["dropped_duplicates_across_days"] == 1
 
 

@@ -424,6 +424,11 @@ class LeakageReport:
     # Decision ids in train or valid whose session id or prompt hash is a holdout item.
     holdout_in_train_or_valid: list[str]
 
+    @property
+    def passed_but_for_repeats(self) -> bool:
+        """No session in two splits and no holdout item in training (repeated pairs aside)."""
+        return not (self.sessions_in_several_splits or self.holdout_in_train_or_valid)
+
     def message(self) -> str:
         """One line per kind of leak, naming the first ids of each."""
         if self.passed:
