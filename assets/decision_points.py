@@ -7,8 +7,11 @@ agent had just before it, oldest messages dropped first beyond a size budget.
         --select decision_points --partition 2026-11-20
 """
 
+import shutil
+import tempfile
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -19,7 +22,10 @@ from pydantic import Field
 from assets import OWNERS
 from assets.metadata import as_table, counter_md, frame_md, single_or_dict
 from assets.partitions import daily_partitions
-from trajectory_pipeline.decisions import DECISION_SCHEMA, DecisionConfig, extract_decision_points, learnable
+from assets.workers import resolve_workers, workers_field
+from trajectory_pipeline.day_stages import DayEvents, cut_days
+from trajectory_pipeline.decisions import DECISION_SCHEMA, DecisionConfig
+from trajectory_pipeline.parquet_io import SpooledParquet, write_table_atomic
 
 PREVIEW_COLUMNS = ["source", "tier", "step", "action_class", "target_name", "target_arguments"]
 
@@ -42,6 +48,7 @@ class DecisionPointsConfig(dg.Config):
     include_sidechain: bool = Field(
         default=DecisionConfig.include_sidechain, description="Also sub-agent calls, in their own context."
     )
+    workers: int = workers_field()
     min_decision_points: int = Field(
         default=1, ge=0, description="Audit: decision points needed per run (days with kept attempts)."
     )
@@ -83,35 +90,42 @@ def decision_points(
     context: dg.AssetExecutionContext,
     config: DecisionPointsConfig,
     raw_sessions: dict[str, pads.Dataset],
-    mined_trajectories: dict[str, pd.DataFrame],
+    mined_trajectories: dict[str, pads.Dataset],
 ) -> Iterator[dg.Output[Any] | dg.AssetCheckResult]:
     """One row per assistant tool call in gold and silver attempts: history, canonical target, labels."""
     try:
         core = config.core()
     except ValueError as err:
         raise dg.Failure(f"decision_points config: {err}") from None
-    kept, extracted, set_aside = {}, 0, Counter[str]()
-    for key in context.partition_keys:
-        attempts = mined_trajectories[key]
-        points = extract_decision_points(raw_sessions[key].to_table().to_pandas(), attempts, core)
-        kept[key], aside = learnable(points)
-        extracted += len(points)
-        set_aside.update(aside)
-        context.add_asset_metadata(decision_metadata(kept[key], aside), partition_key=key)
-    tables = {key: as_table(frame, DECISION_SCHEMA) for key, frame in kept.items()}
-    yield dg.Output(single_or_dict(tables, context.partition_keys))
-    total_kept = sum(len(frame) for frame in kept.values())
-    yield from audits(total_kept, extracted, set_aside, mined_trajectories, config)
+    days = [DayEvents.of(key, raw_sessions[key], mined_trajectories[key]) for key in context.partition_keys]
+    # Each day goes to a private spool file as it comes: a long range never sits in memory whole.
+    spool = Path(tempfile.mkdtemp(prefix="trajectory-decision-points-"))
+    kept: dict[str, SpooledParquet] = {}
+    extracted, included_attempts, set_aside = 0, 0, Counter[str]()
+    try:
+        for day in cut_days(days, core, resolve_workers(config.workers)):
+            path = spool / f"decision-points-{day.key}.parquet"
+            write_table_atomic(as_table(day.kept, DECISION_SCHEMA), path)
+            kept[day.key] = SpooledParquet(path, len(day.kept))
+            extracted += day.extracted
+            included_attempts += day.included_attempts
+            set_aside.update(day.set_aside)
+            context.add_asset_metadata(decision_metadata(day.kept, day.set_aside), partition_key=day.key)
+    except BaseException:
+        shutil.rmtree(spool, ignore_errors=True)  # the finished days hold transcripts too
+        raise
+    yield dg.Output(single_or_dict(kept, context.partition_keys))
+    total_kept = sum(spooled.row_count for spooled in kept.values())
+    yield from audits(total_kept, extracted, set_aside, included_attempts, config)
 
 
 def audits(
     kept: int,
     extracted: int,
     set_aside: Counter[str],
-    attempts: dict[str, pd.DataFrame],
+    kept_attempts: int,
     config: DecisionPointsConfig,
 ) -> Iterator[dg.AssetCheckResult]:
-    kept_attempts = sum(int(frame["tier"].isin(config.included_tiers).sum()) for frame in attempts.values())
     yield dg.AssetCheckResult(
         check_name="enough_decision_points",
         # Days without kept attempts have nothing to cut into decision points.

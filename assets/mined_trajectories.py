@@ -7,8 +7,11 @@ The audits run with the asset as Dagster asset checks; their thresholds are run 
         --select mined_trajectories --partition 2026-11-20
 """
 
+import shutil
+import tempfile
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -19,9 +22,19 @@ from pydantic import Field
 from assets import OWNERS
 from assets.metadata import as_table, counter_md, frame_md, single_or_dict
 from assets.partitions import daily_partitions
-from trajectory_pipeline.mining import TRAJECTORY_SCHEMA, MiningConfig, mine_trajectories
+from assets.workers import resolve_workers, workers_field
+from trajectory_pipeline.day_stages import DayEvents, mine_days
+from trajectory_pipeline.mining import TRAJECTORY_SCHEMA, MiningConfig
+from trajectory_pipeline.parquet_io import SpooledParquet, write_table_atomic
 
 KEPT_TIERS = ("gold", "silver")
+AUDITED_COLUMNS = [
+    "attempt_id",
+    "tier",
+    "guard_denials",
+    "guard_recoveries",
+    "repeated_inspections_after_guard",
+]
 PREVIEW_COLUMNS = ["source", "repo", "intent", "tier", "quality", "shape", "tool_calls", "instruction"]
 
 
@@ -40,6 +53,7 @@ class MinedTrajectoriesConfig(dg.Config):
     min_kept_attempts: int = Field(
         default=1, ge=0, description="Audit: gold + silver attempts needed per run (days with sessions)."
     )
+    workers: int = workers_field()
     min_guard_recoveries: int = Field(
         default=1,
         ge=0,
@@ -74,13 +88,24 @@ def mined_trajectories(
 ) -> Iterator[dg.Output[Any] | dg.AssetCheckResult]:
     """One row per task attempt, with its signals, quality tier, score and workflow family."""
     mining = MiningConfig(min_tool_calls=config.min_tool_calls, gold_min_quality=config.gold_min_quality)
-    mined = {}
-    for key in context.partition_keys:
-        mined[key] = mine_trajectories(raw_sessions[key].to_table().to_pandas(), mining)
-        context.add_asset_metadata(mining_metadata(mined[key]), partition_key=key)
-    tables = {key: as_table(frame, TRAJECTORY_SCHEMA) for key, frame in mined.items()}
-    yield dg.Output(single_or_dict(tables, context.partition_keys))
-    yield from audits(pd.concat(mined.values(), ignore_index=True), config)
+    days = [DayEvents.of(key, raw_sessions[key]) for key in context.partition_keys]
+    # Each day goes to a private spool file as it comes, and the audits keep only the columns
+    # they read: a long range never sits in memory whole.
+    spool = Path(tempfile.mkdtemp(prefix="trajectory-mined-"))
+    mined: dict[str, SpooledParquet] = {}
+    audited = []
+    try:
+        for key, attempts in mine_days(days, mining, resolve_workers(config.workers)):
+            path = spool / f"mined-{key}.parquet"
+            write_table_atomic(as_table(attempts, TRAJECTORY_SCHEMA), path)
+            mined[key] = SpooledParquet(path, len(attempts))
+            audited.append(attempts[AUDITED_COLUMNS])
+            context.add_asset_metadata(mining_metadata(attempts), partition_key=key)
+    except BaseException:
+        shutil.rmtree(spool, ignore_errors=True)  # the finished days hold transcripts too
+        raise
+    yield dg.Output(single_or_dict(mined, context.partition_keys))
+    yield from audits(pd.concat(audited, ignore_index=True), config)
 
 
 def audits(attempts: pd.DataFrame, config: MinedTrajectoriesConfig) -> Iterator[dg.AssetCheckResult]:

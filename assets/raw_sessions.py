@@ -22,15 +22,9 @@ from pydantic import Field
 from assets import OWNERS
 from assets.metadata import counter_md, frame_md
 from assets.partitions import daily_partitions
+from assets.workers import resolve_workers, workers_field
 from resources.session_sources import SessionSources
-from trajectory_pipeline.ingest import (
-    CandidateFile,
-    IngestStats,
-    SourceRoot,
-    SourceUnreadableError,
-    candidate_files,
-    ingest_day,
-)
+from trajectory_pipeline.ingest import IngestStats, SourceUnreadableError, candidate_files, ingest_days
 from trajectory_pipeline.parquet_io import SpooledParquet
 from trajectory_pipeline.parsers.lines import MAX_LINE_BYTES
 from trajectory_pipeline.redact import Redactor
@@ -49,6 +43,7 @@ class IngestConfig(dg.Config):
     redact_home_paths: bool = Field(
         default=True, description="Replace user names in home-folder paths (/home/<user>/...)."
     )
+    workers: int = workers_field()
 
 
 @dg.multi_asset(
@@ -83,16 +78,27 @@ def raw_sessions(
     except SourceUnreadableError as err:
         raise dg.Failure(str(err)) from None
     spool = Path(tempfile.mkdtemp(prefix="trajectory-raw-sessions-"))
-    events: dict[str, SpooledParquet] = {}
-    quarantine: dict[str, SpooledParquet] = {}
+    outputs = {
+        dt.date.fromisoformat(key): (spool / f"events-{key}.parquet", spool / f"quarantine-{key}.parquet")
+        for key in context.partition_keys
+    }
     try:
-        for key in context.partition_keys:
-            events[key], quarantine[key] = _ingest_partition(
-                context, key, roots, files, spool, redactor, config
-            )
+        found = ingest_days(
+            roots,
+            outputs,
+            redactor=redactor,
+            max_line_bytes=config.max_line_bytes,
+            files=files,
+            workers=resolve_workers(config.workers),
+        )
     except BaseException:
         shutil.rmtree(spool, ignore_errors=True)  # finished days hold transcripts too
         raise
+    events: dict[str, SpooledParquet] = {}
+    quarantine: dict[str, SpooledParquet] = {}
+    for day, stats in found.items():
+        key = day.isoformat()
+        events[key], quarantine[key] = _report_partition(context, key, stats, *outputs[day])
     if len(context.partition_keys) == 1:  # one partition, one file; a range returns a dict
         (only,) = context.partition_keys
         return dg.Output(events[only], output_name="raw_sessions"), dg.Output(
@@ -103,25 +109,9 @@ def raw_sessions(
     )
 
 
-def _ingest_partition(
-    context: dg.AssetExecutionContext,
-    key: str,
-    roots: list[SourceRoot],
-    files: list[CandidateFile],
-    spool: Path,
-    redactor: Redactor,
-    config: IngestConfig,
+def _report_partition(
+    context: dg.AssetExecutionContext, key: str, stats: IngestStats, events_path: Path, quarantine_path: Path
 ) -> tuple[SpooledParquet, SpooledParquet]:
-    events_path, quarantine_path = spool / f"events-{key}.parquet", spool / f"quarantine-{key}.parquet"
-    stats = ingest_day(
-        roots,
-        dt.date.fromisoformat(key),
-        events_path,
-        quarantine_path,
-        redactor=redactor,
-        max_line_bytes=config.max_line_bytes,
-        files=files,
-    )
     events = SpooledParquet(events_path, stats.rows)
     quarantine = SpooledParquet(quarantine_path, stats.quarantined.total())
     context.log.info(describe_day(stats))

@@ -1,11 +1,15 @@
-"""Ingestion throughput and peak memory on a generated corpus, against the floor of just parsing it.
+"""Ingest, mine and cut decision points over a 1 GB corpus against the floor of just parsing it,
+and peak memory on that corpus and on one 4x larger.
 
-The floor reads every JSONL line of the corpus and parses it with orjson in one
-loop: no pipeline can beat it. The pipeline run ingests every day of the corpus
-(parse, redact, write Parquet) exactly as `raw_sessions` does. Each runs in its
-own process, so its peak RSS is its own; each is repeated and the median kept.
+The floor reads every JSONL line of the corpus and parses it with orjson in one loop, one core:
+nothing that reads the data can beat it. The pipeline is what a backfill of `raw_sessions`,
+`mined_trajectories` and `decision_points` runs over every day of the corpus, through the same
+core functions and on all cores: `ingest_days` (list, parse, redact, write Parquet), then
+`mine_days` and `cut_days` (each day read back, mined or cut, and written). Each measurement is
+its own process; its peak memory is sampled over the process *and its workers* together, and
+runs alternate so both sides see the same machine load.
 
-    python bench/bench_ingest.py --sessions 300 --days 14 --repeat 3
+    python bench/bench_ingest.py --sessions 500 --days 37 --scale 4 --repeat 3
 """
 
 from __future__ import annotations
@@ -14,12 +18,16 @@ import argparse
 import contextlib
 import datetime as dt
 import json
+import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from sections import write_section  # bench/sections.py, beside this script
@@ -27,6 +35,7 @@ from sections import write_section  # bench/sections.py, beside this script
 from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
 
 END = dt.date(2026, 11, 22)
+MIB = 1024 * 1024
 
 
 def floor(corpus: Path) -> dict[str, float]:
@@ -42,120 +51,201 @@ def floor(corpus: Path) -> dict[str, float]:
     return {"seconds": time.perf_counter() - started, "lines": lines}
 
 
-def pipeline(corpus: Path, days: int) -> dict[str, float]:
-    from trajectory_pipeline.ingest import SourceRoot, candidate_files, ingest_day
+def pipeline(corpus: Path, days: int, workers: int, out: Path) -> dict[str, float]:
+    """raw_sessions, mined_trajectories and decision_points over every day, as a backfill runs them."""
+    import pyarrow as pa
+
+    from trajectory_pipeline.day_stages import DayEvents, cut_days, mine_days
+    from trajectory_pipeline.decisions import DECISION_SCHEMA, DecisionConfig
+    from trajectory_pipeline.ingest import SourceRoot, candidate_files, ingest_days
+    from trajectory_pipeline.mining import TRAJECTORY_SCHEMA, MiningConfig
+    from trajectory_pipeline.parquet_io import write_table_atomic
+
+    def store(frame: object, schema: pa.Schema, path: Path) -> None:
+        write_table_atomic(pa.Table.from_pandas(frame, schema=schema, preserve_index=False), path)
 
     roots = [SourceRoot(source, corpus / sub) for source, sub in SOURCE_FOLDERS.items()]
-    out = Path(tempfile.mkdtemp(prefix="bench-ingest-"))
-    started, rows = time.perf_counter(), 0
-    files = candidate_files(roots)
-    for offset in range(days):
-        day = END - dt.timedelta(days=offset)
-        stats = ingest_day(roots, day, out / f"e-{day}.parquet", out / f"q-{day}.parquet", files=files)
-        rows += stats.rows
-    ingested = time.perf_counter() - started
-    return {"seconds": ingested, "rows": rows, **mine_and_cut(out, days)}
-
-
-def mine_and_cut(out: Path, days: int) -> dict[str, float]:
-    """mined_trajectories then decision_points over each ingested day, timed apart."""
-    import pandas as pd
-
-    from trajectory_pipeline.decisions import extract_decision_points, learnable
-    from trajectory_pipeline.mining import mine_trajectories
-    from trajectory_pipeline.render import RenderConfig
-    from trajectory_pipeline.splits import select
-
-    mining = cutting = rendering = 0.0
-    attempts = decisions = rendered = 0
-    for offset in range(days):
-        events = pd.read_parquet(out / f"e-{END - dt.timedelta(days=offset)}.parquet")
-        started = time.perf_counter()
-        mined = mine_trajectories(events)
-        mining += time.perf_counter() - started
-        started = time.perf_counter()
-        points, _ = learnable(extract_decision_points(events, mined))
-        cutting += time.perf_counter() - started
-        started = time.perf_counter()
-        rows, _ = select(points, RenderConfig())
-        rendering += time.perf_counter() - started
-        attempts, decisions, rendered = attempts + len(mined), decisions + len(points), rendered + len(rows)
+    dates = [END - dt.timedelta(days=offset) for offset in range(days - 1, -1, -1)]
+    started = time.perf_counter()
+    outputs = {day: (out / f"events-{day}.parquet", out / f"quarantine-{day}.parquet") for day in dates}
+    stats = ingest_days(roots, outputs, files=candidate_files(roots), workers=workers)
+    ingested = time.perf_counter()
+    parts = [DayEvents(day.isoformat(), (str(outputs[day][0]),)) for day in dates]
+    attempts = 0
+    for key, mined in mine_days(parts, MiningConfig(), workers):
+        store(mined, TRAJECTORY_SCHEMA, out / f"mined-{key}.parquet")
+        attempts += len(mined)
+    mined_at = time.perf_counter()
+    parts = [replace(part, attempt_files=(str(out / f"mined-{part.key}.parquet"),)) for part in parts]
+    decisions = 0
+    for day in cut_days(parts, DecisionConfig(), workers):
+        store(day.kept, DECISION_SCHEMA, out / f"decisions-{day.key}.parquet")
+        decisions += len(day.kept)
+    finished = time.perf_counter()
     return {
-        "mining_seconds": mining,
-        "decision_seconds": cutting,
-        "render_seconds": rendering,
+        "seconds": finished - started,
+        "ingest_seconds": ingested - started,
+        "mining_seconds": mined_at - ingested,
+        "decision_seconds": finished - mined_at,
+        "rows": sum(day.rows for day in stats.values()),
+        "quarantined": sum(day.quarantined.total() for day in stats.values()),
         "attempts": attempts,
         "decisions": decisions,
-        "rendered": rendered,
     }
 
 
-def measure(kind: str, corpus: Path, days: int) -> dict[str, float]:
-    """Run one measurement in a child process and add its peak RSS."""
-    code = (
-        "import json, resource, sys; sys.path.insert(0, 'bench'); import bench_ingest as b; "
-        "from pathlib import Path; "
-        f"r = b.{kind}(Path({str(corpus)!r})" + (f", {days})" if kind == "pipeline" else ")") + "; "
-        "r['peak_rss_mib'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024; print(json.dumps(r))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+def measure(kind: str, corpus: Path, days: int, workers: int, scratch: Path) -> dict[str, float]:
+    """One measurement in a child process; peak RSS is sampled over it and its workers together."""
+    import psutil
+
+    out = Path(tempfile.mkdtemp(prefix="bench-ingest-out-", dir=scratch))
+    command = [sys.executable, __file__, "--child", kind, "--corpus", str(corpus), "--days", str(days)]
+    command += ["--workers", str(workers), "--out", str(out)]
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        parent = psutil.Process(child.pid)
+        while not done.is_set():
+            with contextlib.suppress(psutil.Error):
+                tree = [parent, *parent.children(recursive=True)]
+                total = 0
+                for process in tree:
+                    with contextlib.suppress(psutil.Error):
+                        total += process.memory_info().rss
+                peak = max(peak, total)
+            done.wait(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stdout, _ = child.communicate()
+    done.set()
+    sampler.join()
+    shutil.rmtree(out, ignore_errors=True)
+    if child.returncode != 0:
+        raise SystemExit(f"{kind} run failed with exit status {child.returncode}")
+    result = json.loads(stdout.strip().splitlines()[-1])
+    return {**result, "peak_tree_mib": peak / MIB}
+
+
+def corpus_for(scratch: Path, name: str, days: int, sessions: int) -> tuple[Path, float, float]:
+    """The corpus (made unless already there), its size in MB and the seconds it took to make."""
+    corpus = scratch / name
+    started = time.perf_counter()
+    if not (corpus / ".sample-corpus.json").exists():
+        generate_corpus(corpus, CorpusSpec(days=days, end_date=END, sessions_per_day=sessions))
+    made = time.perf_counter() - started
+    size = sum(path.stat().st_size for path in corpus.rglob("*.jsonl")) / 1e6
+    return corpus, size, made
+
+
+def child_main(args: argparse.Namespace) -> int:
+    import resource
+
+    if args.child == "floor":
+        result = floor(args.corpus)
+    else:
+        result = pipeline(args.corpus, args.days, args.workers, args.out)
+    result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result["peak_worker_rss_mib"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(json.dumps(result))
+    return 0
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sessions", type=int, default=300, help="sessions per source per day")
-    parser.add_argument("--days", type=int, default=14)
+    parser.add_argument("--sessions", type=int, default=500, help="sessions per source per day")
+    parser.add_argument("--days", type=int, default=37, help="days of the main corpus (37: about 1 GB)")
+    parser.add_argument("--scale", type=int, default=4, help="memory run: days times this")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--corpus", type=Path, help="reuse a generated corpus instead of a temporary one")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--scratch", type=Path, help="where corpora and outputs go (kept when given)")
     parser.add_argument("--results", type=Path, default=Path("bench/RESULTS.md"))
+    parser.add_argument("--child", choices=("floor", "pipeline"), help=argparse.SUPPRESS)
+    parser.add_argument("--corpus", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        return child_main(args)
 
-    corpus = args.corpus or Path(tempfile.mkdtemp(prefix="bench-corpus-"))
-    if not (corpus / ".sample-corpus.json").exists():
-        generate_corpus(corpus, CorpusSpec(days=args.days, end_date=END, sessions_per_day=args.sessions))
-    size_mb = sum(p.stat().st_size for p in corpus.rglob("*") if p.is_file()) / 1e6
+    scratch = args.scratch or Path(tempfile.mkdtemp(prefix="bench-ingest-"))
+    scratch.mkdir(parents=True, exist_ok=True)
+    try:
+        report = run(args, scratch)
+    finally:
+        if args.scratch is None:
+            shutil.rmtree(scratch, ignore_errors=True)
+    print(report)
+    write_section(args.results, "bench_ingest", report)
+    return 0
 
-    runs = {"floor": [], "pipeline": []}
-    for _ in range(args.repeat):  # interleaved, so both see the same machine load
+
+def run(args: argparse.Namespace, scratch: Path) -> str:
+    corpus, size, made = corpus_for(scratch, f"corpus-{args.days}d", args.days, args.sessions)
+    print(f"corpus: {size:.0f} MB in {made:.0f} s", flush=True)
+    runs: dict[str, list[dict[str, float]]] = {"floor": [], "pipeline": []}
+    for _ in range(args.repeat):  # alternating, so both see the same machine load
         for kind in runs:
-            runs[kind].append(measure(kind, corpus, args.days))
-    med = {kind: statistics.median(r["seconds"] for r in results) for kind, results in runs.items()}
-    rows = runs["pipeline"][0]["rows"]
-    peak = max(r["peak_rss_mib"] for r in runs["pipeline"])
-    mining = statistics.median(r["mining_seconds"] for r in runs["pipeline"])
-    cutting = statistics.median(r["decision_seconds"] for r in runs["pipeline"])
-    rendering = statistics.median(r["render_seconds"] for r in runs["pipeline"])
-    report = [
-        f"## Ingest ({dt.date.today()}, {platform.machine()}, {platform.python_version()}, one process)",
+            runs[kind].append(measure(kind, corpus, args.days, args.workers, scratch))
+            print(kind, json.dumps(runs[kind][-1]), flush=True)
+    big_days = args.days * args.scale
+    big, big_size, big_made = corpus_for(scratch, f"corpus-{big_days}d", big_days, args.sessions)
+    print(f"corpus x{args.scale}: {big_size:.0f} MB in {big_made:.0f} s", flush=True)
+    large = measure("pipeline", big, big_days, args.workers, scratch)
+    print("pipeline x4", json.dumps(large), flush=True)
+
+    def med(kind: str, key: str) -> float:
+        return statistics.median(r[key] for r in runs[kind])
+
+    seconds, floor_seconds = med("pipeline", "seconds"), med("floor", "seconds")
+    first = runs["pipeline"][0]
+    ratio = floor_seconds / seconds
+    peak = max(r["peak_tree_mib"] for r in runs["pipeline"])
+    flat = large["peak_tree_mib"] / peak
+    lines = [
+        f"## Ingest, mine, cut: throughput and memory ({dt.date.today()}, {platform.machine()}, "
+        f"{os.cpu_count()} cores, Python {platform.python_version()})",
         "",
         f"`python bench/bench_ingest.py --sessions {args.sessions} --days {args.days} "
-        f"--repeat {args.repeat}`",
+        f"--scale {args.scale} --repeat {args.repeat} --workers {args.workers}`",
         "",
-        f"Corpus: {size_mb:.0f} MB, {runs['floor'][0]['lines']:.0f} lines; "
-        f"medians of {args.repeat} interleaved runs.",
+        f"Corpus: {size:,.0f} MB of JSONL, {runs['floor'][0]['lines']:,.0f} lines, {args.days} days of "
+        f"{args.sessions} sessions per source; medians of {args.repeat} alternating runs, each in a fresh "
+        f"process. The pipeline runs on {args.workers} worker processes; peak memory is sampled every "
+        "50 ms over a run's process and its workers together.",
         "",
-        "| path | seconds | MB/s | rows/s | peak RSS MiB |",
+        "| path | seconds | MB/s | rows/s | peak RSS, all processes, MiB |",
         "| --- | --- | --- | --- | --- |",
-        f"| orjson floor | {med['floor']:.2f} | {size_mb / med['floor']:.0f} | | "
-        f"{max(r['peak_rss_mib'] for r in runs['floor']):.0f} |",
-        f"| ingest_day, all days | {med['pipeline']:.2f} | {size_mb / med['pipeline']:.1f} | "
-        f"{rows / med['pipeline']:.0f} | {peak:.0f} |",
-        f"| mine_trajectories, all days | {mining:.2f} | | {rows / mining:.0f} events/s | |",
-        f"| extract_decision_points, all days | {cutting:.2f} | | {rows / cutting:.0f} events/s | |",
-        f"| select (render, filter, split), all days | {rendering:.2f} | | "
-        f"{runs['pipeline'][0]['decisions'] / rendering:.0f} decision points/s | |",
+        f"| orjson floor (one loop, one core) | {floor_seconds:.2f} | {size / floor_seconds:.0f} | "
+        f"{runs['floor'][0]['lines'] / floor_seconds:,.0f} lines/s | "
+        f"{max(r['peak_tree_mib'] for r in runs['floor']):.0f} |",
+        f"| pipeline: ingest + mine + cut | {seconds:.2f} | {size / seconds:.1f} | "
+        f"{first['rows'] / seconds:,.0f} events/s | {peak:.0f} |",
+        f"| ↳ ingest_days (parse, redact, write) | {med('pipeline', 'ingest_seconds'):.2f} | "
+        f"{size / med('pipeline', 'ingest_seconds'):.1f} | "
+        f"{first['rows'] / med('pipeline', 'ingest_seconds'):,.0f} events/s | |",
+        f"| ↳ mine_days | {med('pipeline', 'mining_seconds'):.2f} | | "
+        f"{first['rows'] / med('pipeline', 'mining_seconds'):,.0f} events/s | |",
+        f"| ↳ cut_days (decision points) | {med('pipeline', 'decision_seconds'):.2f} | | "
+        f"{first['rows'] / med('pipeline', 'decision_seconds'):,.0f} events/s | |",
+        f"| pipeline on the {args.scale}x corpus ({big_size:,.0f} MB, {big_days} days, one run) | "
+        f"{large['seconds']:.2f} | {big_size / large['seconds']:.1f} | "
+        f"{large['rows'] / large['seconds']:,.0f} events/s | {large['peak_tree_mib']:.0f} |",
         "",
-        f"{runs['pipeline'][0]['attempts']:.0f} attempts, {runs['pipeline'][0]['decisions']:.0f} decision "
-        f"points, {runs['pipeline'][0]['rendered']:.0f} rendered rows (timed in the pipeline process after "
-        "ingestion; its peak RSS covers every stage).",
+        f"{first['rows']:,.0f} events ({first['quarantined']:,.0f} lines quarantined), "
+        f"{first['attempts']:,.0f} attempts, {first['decisions']:,.0f} decision points.",
         "",
-        f"Pipeline / floor throughput: {med['floor'] / med['pipeline']:.3f}",
+        f"**Pipeline / floor throughput: {ratio:.3f}** (target ≥ 0.333 on both cores: "
+        f"{'met' if ratio >= 1 / 3 else 'not met'}).",
+        "",
+        f"**Peak memory, {args.scale}x corpus / 1x: {flat:.2f}** ({large['peak_tree_mib']:.0f} MiB against "
+        f"{peak:.0f} MiB; target under 1 GiB and flat: "
+        f"{'met' if large['peak_tree_mib'] < 1024 and flat < 1.25 else 'not met'}). Largest single process: "
+        f"{max(large['peak_rss_mib'], large['peak_worker_rss_mib']):.0f} MiB.",
     ]
-    text = "\n".join(report)
-    print(text)
-    write_section(args.results, "bench_ingest", text)
-    return 0
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

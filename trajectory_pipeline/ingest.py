@@ -1,27 +1,35 @@
-"""Ingest one UTC day of sessions from every source root into two Parquet files.
+"""Ingest UTC days of sessions from every source root, each day into two Parquet files.
 
 A day's partition holds every session whose *first event* falls on that day,
 so a session that runs past midnight stays whole. Files that cannot hold such
 a session are skipped before they are parsed (modification time, dates in
 the path, the start read from the file's head); the rest are streamed, their
-texts redacted, and written in batches, so memory stays flat.
+texts redacted, and written in batches, so memory stays flat. A range of days
+reads each file once for all the days it can hold, in chunks of days that can
+run in worker processes; each day's files are the same as ingesting it alone.
 
     stats = ingest_day(roots, datetime.date(2026, 11, 20), events_path, quarantine_path)
+    by_day = ingest_days(roots, {day: (events_path, quarantine_path), ...}, workers=2)
 """
 
 from __future__ import annotations
 
+import bisect
+import contextlib
 import datetime as dt
+import itertools
+import math
 import os
 import re
 import stat
-from collections import Counter
-from collections.abc import Sequence
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from trajectory_pipeline.parallel import map_in_processes
 from trajectory_pipeline.parquet_io import BatchWriter
 from trajectory_pipeline.parsers import PARSERS, detect_source
 from trajectory_pipeline.parsers.lines import MAX_LINE_BYTES, read_head
@@ -47,6 +55,16 @@ _PATH_DATE = re.compile(r"(\d{4})[-/](\d{2})[-/](\d{2})")
 # Event fields that can carry free text from the session, and so secrets.
 REDACTED_FIELDS = ("text", "tool_input", "cwd")
 
+# A range run holds this many days' writers open in one pass; memory grows with it, not the range.
+CHUNK_DAYS = 7
+# Rows a day's writer holds before writing them out: a pass holds CHUNK_DAYS of these at once.
+DAY_BATCH_ROWS = 4096
+# Below this much to read, worker processes cost more to start than they save.
+PARALLEL_MIN_BYTES = 64 * 1024 * 1024
+
+MODIFIED_BEFORE_DAY = "modified_before_day"
+PATH_DATE = "path_date"
+STARTS_AFTER_DAY = "starts_after_day"
 WRONG_SOURCE_FOLDER = "wrong_source_folder"
 UNRECOGNIZED_FORMAT = "unrecognized_format"
 UNREADABLE_FILE = "unreadable_file"
@@ -175,79 +193,115 @@ def path_date(path: Path) -> dt.date | None:
         return None
 
 
+def day_index(day: dt.date) -> int:
+    """Days since the epoch: the day of a µs timestamp is `micros // DAY_US`."""
+    return day.toordinal() - _EPOCH_ORDINAL
+
+
+_EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
+
+
+Verdict = tuple[str | None, int, int]  # (why the file is skipped, or None: it is read), first day, last day
+
+
+def _verdicts(source: str, path: Path, mtime_us: int, first: int, last: int) -> list[Verdict]:
+    """Which days of [first, last] (day indexes) must read the file (reason None), and why the
+    others need not, as (reason, lo, hi) spans: every check rules out a run of days, so a range
+    of any length costs one look at the file (its head at most).
+    """
+    # A session starting on day d writes on or after it; a day of slack covers agents that write
+    # local times without a zone (read as UTC), which can put a start after the mtime.
+    last_write = mtime_us // DAY_US + 1
+    spans: list[Verdict] = [(MODIFIED_BEFORE_DAY, max(first, last_write + 1), last)]
+    lo, hi = first, min(last, last_write)
+    dated = path_date(path) if source in PATH_DATED_SOURCES else None
+    if dated is not None:
+        d = day_index(dated)
+        spans += [(PATH_DATE, lo, min(hi, d - 2)), (PATH_DATE, max(lo, d + 2), hi)]
+        lo, hi = max(lo, d - 1), min(hi, d + 1)
+    if lo <= hi:
+        earliest = PARSERS[source].earliest_start(path)
+        if earliest is not None:
+            spans.append((STARTS_AFTER_DAY, lo, min(hi, earliest // DAY_US - 1)))
+            lo = max(lo, earliest // DAY_US)
+    spans.append((None, lo, hi))
+    return [span for span in spans if span[1] <= span[2]]
+
+
 def skip_reason(source: str, path: Path, day: dt.date, mtime_us: int) -> str | None:
     """Why `path` cannot hold a session starting on `day`, or None when it must be read."""
-    start, end = day_bounds(day)
-    # A session starting that day writes on or after it; a day of slack covers agents that
-    # write local times without a zone (read as UTC), which can put a start after the mtime.
-    if mtime_us < start - DAY_US:
-        return "modified_before_day"
-    if source in PATH_DATED_SOURCES:
-        dated = path_date(path)
-        if dated is not None and abs((dated - day).days) > 1:
-            return "path_date"
-    earliest = PARSERS[source].earliest_start(path)
-    if earliest is not None and earliest >= end:
-        return "starts_after_day"
-    return None
+    d = day_index(day)
+    ((reason, _, _),) = _verdicts(source, path, mtime_us, d, d)
+    return reason
+
+
+class _Texts:
+    """Redaction of the texts that repeat across a file's events (its path, the working folder)."""
+
+    LIMIT = 4096
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        self._done: dict[str, tuple[str, dict[str, int]]] = {}
+
+    def redact(self, text: str) -> tuple[str, dict[str, int]]:
+        done = self._done.get(text)
+        if done is None:
+            if len(self._done) >= self.LIMIT:
+                self._done.clear()
+            done = self._done[text] = self.redactor.redact(text)
+        return done
 
 
 class _DayWriter:
-    """Filters parsed items to one day, redacts them, and streams them to Parquet."""
+    """Redacts one day's events and bad lines and streams them to its two Parquet files."""
 
-    def __init__(
-        self, day: dt.date, events: BatchWriter, quarantine: BatchWriter, redactor: Redactor
-    ) -> None:
-        self.start, self.end = day_bounds(day)
+    def __init__(self, day: dt.date, events: BatchWriter, quarantine: BatchWriter, texts: _Texts) -> None:
         self.events = events
         self.quarantine = quarantine
-        self.redactor = redactor
+        self.redactor = texts.redactor
+        self.texts = texts
         self.stats = IngestStats(day.isoformat())
-        self._path, self._shown_path = "", ""
 
-    def start_file(self, path: Path) -> None:
-        """Paths hold user names too (/home/dana/.claude/projects/-home-dana-app): redact once per file."""
-        self._path = str(path)
-        self._shown_path = self.redactor.redact(self._path)[0]
-
-    def _shown(self, source_path: str) -> str:
-        return self._shown_path if source_path == self._path else self.redactor.redact(source_path)[0]
-
-    def on_day(self, session_start: int | None) -> bool:
-        return session_start is not None and self.start <= session_start < self.end
-
-    def add_event(self, item: Event) -> None:
-        counts: Counter[str] = Counter()
+    def add_event(self, item: Event, shown_path: str) -> None:
+        stats = self.stats
         cleaned_fields: dict[str, Any] = {}
-        for name in REDACTED_FIELDS:
-            value = getattr(item, name)
+        found_total = 0
+        for name, value, redact in (
+            ("text", item.text, self.redactor.redact),
+            ("tool_input", item.tool_input, self.redactor.redact),
+            ("cwd", item.cwd, self.texts.redact),
+        ):
             if value:
-                cleaned, found = self.redactor.redact(value)
+                cleaned, found = redact(value)
                 if found:
-                    counts.update(found)
+                    stats.redactions.update(found)
+                    found_total += sum(found.values())
                     cleaned_fields[name] = cleaned
-        if counts:
-            self.stats.redactions.update(counts)
-            cleaned_fields["redactions"] = item.redactions + counts.total()
-        if item.source_path != self._shown_path:
-            cleaned_fields["source_path"] = self._shown(item.source_path)
+        if found_total:
+            cleaned_fields["redactions"] = item.redactions + found_total
+        if item.source_path != shown_path:
+            cleaned_fields["source_path"] = shown_path
         text, truncated = cap_text(cleaned_fields.get("text", item.text))
         if truncated:
             cleaned_fields.update(text=text, text_truncated=True)
+            stats.truncated_texts += 1
+        elif item.text_truncated:
+            stats.truncated_texts += 1
         if cleaned_fields:
             item = item._replace(**cleaned_fields)
-        self.events.add(item)
-        stats = self.stats
+        self.events.add(item, len(item.text or "") + len(item.tool_input or ""))
         stats.rows += 1
         stats.rows_by_source_kind[(item.source, item.kind)] += 1
-        stats.sessions_by_source.setdefault(item.source, set()).add(item.session_id)
-        if item.text_truncated:
-            stats.truncated_texts += 1
+        sessions = stats.sessions_by_source.get(item.source)
+        if sessions is None:
+            sessions = stats.sessions_by_source[item.source] = set()
+        sessions.add(item.session_id)
 
-    def add_bad_line(self, bad: BadLine) -> None:
+    def add_bad_line(self, bad: BadLine, shown_path: str) -> None:
         cleaned, found = self.redactor.redact(bad.excerpt)
         self.stats.redactions.update(found)
-        bad = bad._replace(excerpt=cleaned[:EXCERPT_CHARS], source_path=self._shown(bad.source_path))
+        bad = bad._replace(excerpt=cleaned[:EXCERPT_CHARS], source_path=shown_path)
         self.quarantine.add(bad)
         self.stats.quarantined[bad.reason] += 1
 
@@ -256,24 +310,166 @@ def _file_level_bad_line(file: CandidateFile, reason: str) -> BadLine:
     return BadLine(file.source, str(file.path), 0, reason, excerpt(file.note), file.size, None, file.mtime_us)
 
 
-def ingest_file(writer: _DayWriter, file: CandidateFile, max_line_bytes: int) -> None:
-    """Parse one file and keep what belongs to the writer's day."""
+def ingest_file(
+    writers: Mapping[int, _DayWriter], file: CandidateFile, texts: _Texts, max_line_bytes: int
+) -> None:
+    """Parse one file once and hand each event to the writer of the day its session started on.
+
+    `writers` holds the days (indexes) the file is read for; what belongs to other days is dropped.
+    """
+    shown_path = texts.redact(str(file.path))[0]
+    mtime_writer = writers.get(file.mtime_us // DAY_US)
     if file.placed_under != file.source:
-        writer.stats.misassigned_files.append(f"{file.path}: {file.note}")
-        if writer.on_day(file.mtime_us):
-            writer.add_bad_line(_file_level_bad_line(file, WRONG_SOURCE_FOLDER))
-    writer.start_file(file.path)
+        for day_writer in writers.values():
+            day_writer.stats.misassigned_files.append(f"{file.path}: {file.note}")
+        if mtime_writer is not None:
+            mtime_writer.add_bad_line(_file_level_bad_line(file, WRONG_SOURCE_FOLDER), shown_path)
+    path_text = str(file.path)
     try:
         for item in PARSERS[file.source].parse(file.path, max_line_bytes=max_line_bytes):
+            start = item.session_start
             if isinstance(item, Event):
-                if writer.on_day(item.session_start):
-                    writer.add_event(item)
-            elif writer.on_day(item.session_start if item.session_start is not None else file.mtime_us):
-                writer.add_bad_line(item)
+                if start is not None and (writer := writers.get(start // DAY_US)) is not None:
+                    shown = shown_path if item.source_path == path_text else texts.redact(item.source_path)[0]
+                    writer.add_event(item, shown)
+                continue
+            bad_day = (start if start is not None else file.mtime_us) // DAY_US
+            if (writer := writers.get(bad_day)) is not None:
+                shown = shown_path if item.source_path == path_text else texts.redact(item.source_path)[0]
+                writer.add_bad_line(item, shown)
     except OSError as err:  # deleted or truncated by its agent while being read
-        if writer.on_day(file.mtime_us):
+        if mtime_writer is not None:
             failed = file._replace(note=f"{err.strerror} while reading {file.path}")
-            writer.add_bad_line(_file_level_bad_line(failed, UNREADABLE_FILE))
+            mtime_writer.add_bad_line(_file_level_bad_line(failed, UNREADABLE_FILE), shown_path)
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    """Consecutive days ingested by one pass over the files they need (in one process)."""
+
+    days: tuple[dt.date, ...]
+    outputs: tuple[tuple[Path, Path], ...]  # each day's events and quarantine files
+    # In listing order, each with the days [lo, hi] it is read for.
+    files: tuple[tuple[CandidateFile, int, int], ...]
+    redactor: Redactor
+    max_line_bytes: int
+
+
+def _ingest_chunk(chunk: _Chunk) -> list[IngestStats]:
+    texts = _Texts(chunk.redactor)
+    with contextlib.ExitStack() as stack:
+        writers: dict[int, _DayWriter] = {}
+        for day, (events_path, quarantine_path) in zip(chunk.days, chunk.outputs, strict=True):
+            events = stack.enter_context(BatchWriter(events_path, EVENT_SCHEMA, batch_rows=DAY_BATCH_ROWS))
+            quarantine = stack.enter_context(BatchWriter(quarantine_path, QUARANTINE_SCHEMA))
+            writers[day_index(day)] = _DayWriter(day, events, quarantine, texts)
+        for file, lo, hi in chunk.files:
+            targets = {d: writer for d, writer in writers.items() if lo <= d <= hi}
+            if not targets:
+                continue
+            if file.problem is not None:  # lo == hi == its modification day
+                bad = _file_level_bad_line(file, file.problem)
+                targets[lo].add_bad_line(bad, texts.redact(str(file.path))[0])
+                continue
+            ingest_file(targets, file, texts, chunk.max_line_bytes)
+    return [writer.stats for writer in writers.values()]
+
+
+def ingest_days(
+    roots: Sequence[SourceRoot],
+    outputs: Mapping[dt.date, tuple[Path, Path]],
+    *,
+    redactor: Redactor | None = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    files: Sequence[CandidateFile] | None = None,
+    workers: int = 1,
+    chunk_days: int = CHUNK_DAYS,
+    parallel_min_bytes: int = PARALLEL_MIN_BYTES,
+) -> dict[dt.date, IngestStats]:
+    """Ingest several days, each into its (events, quarantine) pair of files, reading each file once.
+
+    Days go in chunks of at most `chunk_days` consecutive days (what one pass holds open), and
+    chunks run in up to `workers` processes once the files to read add up to `parallel_min_bytes`.
+    Each day's files are the same, row for row, as `ingest_day` writes for it alone.
+    """
+    if not outputs:
+        return {}
+    redactor = redactor if redactor is not None else Redactor()
+    files = candidate_files(roots) if files is None else files
+    days = sorted(outputs)
+    indexes = [day_index(day) for day in days]
+    # Per reason (None: read), +1/-1 at the first and past the last day of each span: a file
+    # costs the same whether the range is a day or a year.
+    tallies: dict[str | None, list[int]] = defaultdict(lambda: [0] * (len(days) + 1))
+    planned: list[tuple[CandidateFile, int, int]] = []
+    read_bytes = 0
+    for file in files:
+        verdicts: list[Verdict] = []
+        if file.problem is None:
+            try:
+                verdicts = _verdicts(file.source, file.path, file.mtime_us, indexes[0], indexes[-1])
+            except OSError as err:  # gone (or locked) since the listing: quarantined on its listed day
+                file = file._replace(problem=UNREADABLE_FILE, note=f"{err.strerror}: {file.path}")
+        if file.problem is not None:
+            verdicts = [(file.problem, indexes[0], indexes[-1])]
+            planned.append((file, file.mtime_us // DAY_US, file.mtime_us // DAY_US))
+        for reason, lo, hi in verdicts:
+            a, b = bisect.bisect_left(indexes, lo), bisect.bisect_right(indexes, hi)
+            if a < b:
+                tallies[reason][a] += 1
+                tallies[reason][b] -= 1
+                if reason is None:
+                    planned.append((file, lo, hi))
+                    read_bytes += file.size
+    stats = {day: IngestStats(day.isoformat()) for day in days}
+    for reason, tally in tallies.items():
+        for day, count in zip(days, itertools.accumulate(tally), strict=False):
+            if not count:
+                continue
+            if reason is None:
+                stats[day].files_read = count
+            else:
+                stats[day].files_skipped[reason] = count
+    parallel = workers > 1 and read_bytes >= parallel_min_bytes
+    count = max(math.ceil(len(days) / chunk_days), min(workers, len(days)) if parallel else 1)
+    chunks = []
+    for part in _even_parts(days, count):
+        lo, hi = day_index(part[0]), day_index(part[-1])
+        chunks.append(
+            _Chunk(
+                tuple(part),
+                tuple(outputs[day] for day in part),
+                tuple(f for f in planned if f[1] <= hi and f[2] >= lo),
+                redactor,
+                max_line_bytes,
+            )
+        )
+    for chunk_stats in map_in_processes(_ingest_chunk, chunks, workers if parallel else 1):
+        for found in chunk_stats:
+            _merge(stats[dt.date.fromisoformat(found.day)], found)
+    return stats
+
+
+def _even_parts(days: list[dt.date], count: int) -> list[list[dt.date]]:
+    size, extra = divmod(len(days), count)
+    parts, at = [], 0
+    for i in range(count):
+        step = size + (i < extra)
+        parts.append(days[at : at + step])
+        at += step
+    return parts
+
+
+def _merge(into: IngestStats, found: IngestStats) -> None:
+    """What a chunk saw of a day, added to what the planning counted (files read and skipped)."""
+    into.rows += found.rows
+    into.rows_by_source_kind.update(found.rows_by_source_kind)
+    for source, ids in found.sessions_by_source.items():
+        into.sessions_by_source.setdefault(source, set()).update(ids)
+    into.quarantined.update(found.quarantined)
+    into.redactions.update(found.redactions)
+    into.truncated_texts += found.truncated_texts
+    into.misassigned_files.extend(found.misassigned_files)
 
 
 def ingest_day(
@@ -290,22 +486,5 @@ def ingest_day(
 
     `files` lets a run over many days list the roots once; by default they are listed here.
     """
-    redactor = redactor if redactor is not None else Redactor()
-    with (
-        BatchWriter(events_path, EVENT_SCHEMA) as events,
-        BatchWriter(quarantine_path, QUARANTINE_SCHEMA) as quarantine,
-    ):
-        writer = _DayWriter(day, events, quarantine, redactor)
-        for file in candidate_files(roots) if files is None else files:
-            if file.problem is not None:
-                writer.stats.files_skipped[file.problem] += 1
-                if writer.on_day(file.mtime_us):
-                    writer.add_bad_line(_file_level_bad_line(file, file.problem))
-                continue
-            reason = skip_reason(file.source, file.path, day, file.mtime_us)
-            if reason is not None:
-                writer.stats.files_skipped[reason] += 1
-                continue
-            writer.stats.files_read += 1
-            ingest_file(writer, file, max_line_bytes)
-    return writer.stats
+    outputs = {day: (events_path, quarantine_path)}
+    return ingest_days(roots, outputs, redactor=redactor, max_line_bytes=max_line_bytes, files=files)[day]

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 BATCH_ROWS = 16_384
+BATCH_BYTES = 64 * 1024 * 1024  # rows of long tool outputs flush sooner: memory stays bounded
 COMPRESSION = "zstd"
 
 
@@ -159,21 +160,27 @@ class BatchWriter:
     (or the end of a `with` block); `abort()` (or an exception in the block) removes it.
     """
 
-    def __init__(self, path: Path, schema: pa.Schema, batch_rows: int = BATCH_ROWS) -> None:
+    def __init__(
+        self, path: Path, schema: pa.Schema, batch_rows: int = BATCH_ROWS, batch_bytes: int = BATCH_BYTES
+    ) -> None:
         ensure_private_dir(path.parent)
         self.path = path
         self.schema = schema
         self.batch_rows = batch_rows
+        self.batch_bytes = batch_bytes
         self.row_count = 0
         self._rows: list[Sequence[object]] = []
+        self._bytes = 0
         self._done = False
         self._tmp = temporary_sibling(path)
         self._handle = os.fdopen(_open_private(self._tmp), "wb")
         self._writer = pq.ParquetWriter(self._handle, schema, compression=COMPRESSION)
 
-    def add(self, row: Sequence[object]) -> None:
+    def add(self, row: Sequence[object], size: int = 0) -> None:
+        """Queue a row; `size` (its long texts' length, say) lets big rows flush the batch early."""
         self._rows.append(row)
-        if len(self._rows) >= self.batch_rows:
+        self._bytes += size
+        if len(self._rows) >= self.batch_rows or self._bytes >= self.batch_bytes:
             self.flush()
 
     def extend(self, rows: Iterable[Sequence[object]]) -> None:
@@ -190,6 +197,7 @@ class BatchWriter:
         self._writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
         self.row_count += len(self._rows)
         self._rows.clear()
+        self._bytes = 0
 
     def close(self) -> SpooledParquet:
         if self._done:

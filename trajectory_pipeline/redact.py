@@ -89,8 +89,10 @@ nobody, _spotlight, ...) are kept.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Callable, Iterable
+from typing import Any
 
 Span = tuple[int, int, str]  # start, end, kind
 Resolver = Callable[[str, re.Match[str]], tuple[Span, ...]]
@@ -814,11 +816,16 @@ class Redactor:
     """Replaces secrets (always) and e-mail addresses and login names (switchable)."""
 
     def __init__(self, *, emails: bool = True, home_paths: bool = True) -> None:
+        self._options = {"emails": emails, "home_paths": home_paths}
         self._skip = frozenset(kind for kind, on in (("email", emails), ("home_user", home_paths)) if not on)
         skipped_passes = {p for kind in self._skip for p in _PERSONAL_PASSES[kind]}
         self._passes = tuple(
             (*_scanners(pattern), resolve) for pattern, resolve in _PASSES if pattern not in skipped_passes
         )
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        """Pickled as its options (its passes hold closures), so worker processes can redact too."""
+        return functools.partial(Redactor, **self._options), ()
 
     def redact(self, text: str) -> tuple[str, dict[str, int]]:
         """The text with every finding replaced, and how many of each kind were replaced."""

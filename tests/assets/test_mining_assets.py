@@ -164,9 +164,8 @@ def test_failing_decision_audits_name_the_numbers() -> None:
 
     from assets.decision_points import DecisionPointsConfig, audits
 
-    attempts = {"2026-11-22": pd.DataFrame({"tier": ["gold", "silver"]})}
     aside = Counter({"missing_required_arguments": 3})
-    results = {r.check_name: r for r in audits(0, 10, aside, attempts, DecisionPointsConfig())}
+    results = {r.check_name: r for r in audits(0, 10, aside, 2, DecisionPointsConfig())}
     assert not results["enough_decision_points"].passed
     assert results["enough_decision_points"].metadata["kept_attempts"].value == 2
     assert not results["targets_have_required_arguments"].passed

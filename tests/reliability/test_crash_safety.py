@@ -26,8 +26,10 @@ from trajectory_pipeline.sample_corpus import CorpusSpec, generate_corpus
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = CorpusSpec(days=2, end_date=dt.date(2026, 11, 22), sessions_per_day=3, seed=13)
-# The write that is killed: the second day of a mid-pipeline asset, after the first day was stored.
-TARGET = Path("decision_points") / "2026-11-22.parquet"
+# The write that is killed: the second day of a mid-pipeline asset the IO manager writes from a
+# table, after the first day was stored. (raw_sessions, mined_trajectories and decision_points
+# spool each day in the step and the IO manager only moves the finished file into place.)
+TARGET = Path("rendered_splits") / "2026-11-22.parquet"
 
 # Run in the child: pyarrow's write_table is wrapped so that the write of TARGET's temporary file
 # stores half the rows as a real row group, says so through the `ready` file, and hangs.

@@ -1,0 +1,212 @@
+"""A range of days, read once and spread over processes, gives each day exactly what a lone day gets."""
+
+import datetime as dt
+import pickle
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from trajectory_pipeline import parallel
+from trajectory_pipeline.day_stages import DayEvents, cut_days, mine_days
+from trajectory_pipeline.decisions import DecisionConfig, extract_decision_points, learnable
+from trajectory_pipeline.ingest import (
+    DAY_US,
+    SourceRoot,
+    _verdicts,
+    candidate_files,
+    day_bounds,
+    day_index,
+    ingest_day,
+    ingest_days,
+)
+from trajectory_pipeline.mining import MiningConfig, mine_trajectories
+from trajectory_pipeline.redact import Redactor
+from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
+
+END = dt.date(2026, 11, 22)
+DAYS = [END - dt.timedelta(days=offset) for offset in range(5, -1, -1)]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> list[SourceRoot]:
+    root = tmp_path_factory.mktemp("corpus")
+    generate_corpus(root, CorpusSpec(days=8, end_date=END, sessions_per_day=3, seed=5))
+    return [SourceRoot(source, root / folder) for source, folder in SOURCE_FOLDERS.items()]
+
+
+@pytest.fixture(scope="module")
+def day_by_day(corpus: list[SourceRoot], tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Each day ingested alone: the reference a range run must equal."""
+    out = tmp_path_factory.mktemp("alone")
+    files = candidate_files(corpus)
+    return {
+        day: (ingest_day(corpus, day, out / f"e-{day}", out / f"q-{day}", files=files), out, day)
+        for day in DAYS
+    }
+
+
+def assert_same_days(day_by_day: dict, ranged: dict, out: Path) -> None:
+    for day in DAYS:
+        alone, alone_out, _ = day_by_day[day]
+        assert ranged[day] == alone
+        for prefix in ("e", "q"):
+            expected = pq.read_table(alone_out / f"{prefix}-{day}")
+            assert pq.read_table(out / f"{prefix}-{day}").equals(expected), (day, prefix)
+    assert sum(stats.rows for stats in ranged.values()) > 0
+
+
+@pytest.mark.parametrize("chunk_days", [1, 2, 7])
+def test_a_range_in_one_pass_equals_each_day_alone(
+    corpus: list[SourceRoot], day_by_day: dict, tmp_path: Path, chunk_days: int
+) -> None:
+    outputs = {day: (tmp_path / f"e-{day}", tmp_path / f"q-{day}") for day in DAYS}
+    assert_same_days(day_by_day, ingest_days(corpus, outputs, chunk_days=chunk_days), tmp_path)
+
+
+def test_a_range_over_two_processes_equals_each_day_alone(
+    corpus: list[SourceRoot], day_by_day: dict, tmp_path: Path
+) -> None:
+    outputs = {day: (tmp_path / f"e-{day}", tmp_path / f"q-{day}") for day in DAYS}
+    ranged = ingest_days(corpus, outputs, workers=2, chunk_days=2, parallel_min_bytes=0)
+    assert_same_days(day_by_day, ranged, tmp_path)
+
+
+def test_days_not_asked_for_are_neither_written_nor_counted(corpus: list[SourceRoot], tmp_path: Path) -> None:
+    wanted = [DAYS[0], DAYS[3]]  # a gap between them
+    outputs = {day: (tmp_path / f"e-{day}", tmp_path / f"q-{day}") for day in wanted}
+    stats = ingest_days(corpus, outputs)
+    assert sorted(stats) == wanted
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(
+        f"{prefix}-{day}" for day in wanted for prefix in ("e", "q")
+    )
+    for day in wanted:
+        starts = pq.read_table(tmp_path / f"e-{day}", columns=["session_start"]).column(0).to_pylist()
+        lo, hi = day_bounds(day)
+        assert starts and all(lo <= start.timestamp() * 1e6 < hi for start in starts)
+
+
+def test_a_range_verdict_is_each_days_verdict(corpus: list[SourceRoot]) -> None:
+    """The spans a file is skipped or read for over a range, day by day, equal one-day verdicts."""
+    first, last = day_index(DAYS[0]) - 3, day_index(DAYS[-1]) + 3
+    files = [file for file in candidate_files(corpus) if file.problem is None]
+    assert len(files) > 20
+    for file in files:
+        spans = _verdicts(file.source, file.path, file.mtime_us, first, last)
+        by_day = {d: reason for reason, lo, hi in spans for d in range(lo, hi + 1)}
+        assert sorted(by_day) == list(range(first, last + 1)), "spans must cover the range once"
+        assert sum(hi - lo + 1 for _, lo, hi in spans) == last - first + 1
+        for d in range(first, last + 1):
+            ((alone, _, _),) = _verdicts(file.source, file.path, file.mtime_us, d, d)
+            assert by_day[d] == alone, (file.path, d)
+
+
+@pytest.mark.parametrize(
+    ("path", "mtime_day", "earliest_day", "expected"),
+    [
+        # modified on day 10: read on days up to 11 (a late local clock), not after
+        ("a.jsonl", 10, None, {9: None, 10: None, 11: None, 12: "modified_before_day"}),
+        # a start read from the head on day 10: earlier days cannot hold it
+        ("a.jsonl", 12, 10, {9: "starts_after_day", 10: None, 13: None, 14: "modified_before_day"}),
+    ],
+)
+def test_verdict_spans(
+    monkeypatch: pytest.MonkeyPatch,
+    path: str,
+    mtime_day: int,
+    earliest_day: int | None,
+    expected: dict[int, str | None],
+) -> None:
+    from trajectory_pipeline import ingest
+
+    spec = ingest.PARSERS["claude_code"]
+    fake = spec.__class__(
+        spec.source,
+        spec.globs,
+        spec.sniff,
+        spec.parse,
+        lambda _: None if earliest_day is None else earliest_day * DAY_US,
+    )
+    monkeypatch.setitem(ingest.PARSERS, "claude_code", fake)
+    spans = _verdicts("claude_code", Path(path), mtime_day * DAY_US + 5, 0, 40)
+    by_day = {d: reason for reason, lo, hi in spans for d in range(lo, hi + 1)}
+    assert {d: by_day[d] for d in expected} == expected
+
+
+def test_a_path_date_rules_out_all_but_three_days(tmp_path: Path) -> None:
+    path = tmp_path / "sessions/2026/11/20/rollout-2026-11-20T10-00-00-x.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("")
+    d = day_index(dt.date(2026, 11, 20))
+    spans = _verdicts("codex", path, (d + 30) * DAY_US, d - 5, d + 5)
+    reasons = {day: reason for reason, lo, hi in spans for day in range(lo, hi + 1)}
+    assert [day - d for day, reason in sorted(reasons.items()) if reason != "path_date"] == [-1, 0, 1]
+
+
+def test_day_stages_over_two_processes_equal_the_stages_day_by_day(
+    corpus: list[SourceRoot], day_by_day: dict
+) -> None:
+    days = [DayEvents(day.isoformat(), (str(day_by_day[day][1] / f"e-{day}"),)) for day in DAYS]
+    expected_mined = {day.key: mine_trajectories(day.read(), MiningConfig()) for day in days}
+    mined = dict(mine_days(days, MiningConfig(), workers=2, min_events=0))
+    assert list(mined) == [day.key for day in days]
+    for key, frame in expected_mined.items():
+        pd.testing.assert_frame_equal(mined[key], frame)
+    mined_dir = day_by_day[DAYS[0]][1]
+    for key, frame in mined.items():
+        frame.to_parquet(mined_dir / f"m-{key}")
+    days = [replace(day, attempt_files=(str(mined_dir / f"m-{day.key}"),)) for day in days]
+    cut = list(cut_days(days, DecisionConfig(), workers=2, min_events=0))
+    assert [day.key for day in cut] == [day.key for day in days]
+    for day, got in zip(days, cut, strict=True):
+        points = extract_decision_points(day.read(), mined[day.key], DecisionConfig())
+        kept, aside = learnable(points)
+        pd.testing.assert_frame_equal(got.kept, kept)
+        assert (got.set_aside, got.extracted) == (aside, len(points))
+    assert sum(len(day.kept) for day in cut) > 0
+
+
+def test_a_file_gone_since_the_listing_is_quarantined_and_the_rest_load(
+    corpus: list[SourceRoot], tmp_path: Path
+) -> None:
+    files = candidate_files(corpus)
+    gone = tmp_path / "gone.jsonl"
+    gone.write_text("{}\n")
+    files.append(files[0]._replace(path=gone, mtime_us=day_bounds(DAYS[0])[0]))
+    gone.unlink()
+    outputs = {day: (tmp_path / f"e-{day}", tmp_path / f"q-{day}") for day in DAYS}
+    stats = ingest_days(corpus, outputs, files=files)
+    assert stats[DAYS[0]].files_skipped["unreadable_file"] == 1
+    assert stats[DAYS[0]].rows > 0
+    bad = pq.read_table(tmp_path / f"q-{DAYS[0]}").to_pylist()
+    assert [row["reason"] for row in bad if row["source_path"].endswith("gone.jsonl")] == ["unreadable_file"]
+
+
+def test_a_redactor_crosses_to_a_worker_with_its_options() -> None:
+    text = "mail dana@example.com from /home/dana/src"
+    for options in ({}, {"emails": False}, {"home_paths": False}):
+        redactor = Redactor(**options)
+        assert pickle.loads(pickle.dumps(redactor)).redact(text) == redactor.redact(text)
+
+
+def _fail_on_three(n: int) -> int:
+    if n == 3:
+        raise ValueError("three")
+    return n * n
+
+
+def test_results_come_back_in_task_order_and_a_failure_is_raised() -> None:
+    assert parallel.map_in_processes(_fail_on_three, [5, 1, 4, 2, 0], workers=2) == [25, 1, 16, 4, 0]
+    with pytest.raises(ValueError, match="three"):
+        parallel.map_in_processes(_fail_on_three, [1, 2, 3, 4], workers=2)
+
+
+@pytest.mark.parametrize("value", ["two", "0", "-1"])
+def test_a_bad_worker_count_says_what_to_write(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv(parallel.WORKERS_ENV, value)
+    with pytest.raises(ValueError, match=parallel.WORKERS_ENV):
+        parallel.default_workers()
+    monkeypatch.setenv(parallel.WORKERS_ENV, "3")
+    assert parallel.default_workers() == 3
