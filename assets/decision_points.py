@@ -15,19 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-import pandas as pd
 import pyarrow.dataset as pads
 from pydantic import Field
 
 from assets import OWNERS
-from assets.metadata import as_table, counter_md, frame_md, single_or_dict
+from assets.metadata import counter_md, frame_md, single_or_dict
 from assets.partitions import daily_partitions
 from assets.workers import resolve_workers, workers_field
-from trajectory_pipeline.day_stages import DayEvents, cut_days
-from trajectory_pipeline.decisions import DECISION_SCHEMA, DecisionConfig
-from trajectory_pipeline.parquet_io import SpooledParquet, write_table_atomic
-
-PREVIEW_COLUMNS = ["source", "tier", "step", "action_class", "target_name", "target_arguments"]
+from trajectory_pipeline.day_stages import DayEvents, DayPoints, cut_days
+from trajectory_pipeline.decisions import DecisionConfig
+from trajectory_pipeline.parquet_io import SpooledParquet
 
 
 class DecisionPointsConfig(dg.Config):
@@ -103,14 +100,12 @@ def decision_points(
     kept: dict[str, SpooledParquet] = {}
     extracted, included_attempts, set_aside = 0, 0, Counter[str]()
     try:
-        for day in cut_days(days, core, resolve_workers(config.workers)):
-            path = spool / f"decision-points-{day.key}.parquet"
-            write_table_atomic(as_table(day.kept, DECISION_SCHEMA), path)
-            kept[day.key] = SpooledParquet(path, len(day.kept))
+        for day in cut_days(days, core, spool, resolve_workers(config.workers)):
+            kept[day.key] = SpooledParquet(day.path, day.rows)
             extracted += day.extracted
             included_attempts += day.included_attempts
             set_aside.update(day.set_aside)
-            context.add_asset_metadata(decision_metadata(day.kept, day.set_aside), partition_key=day.key)
+            context.add_asset_metadata(decision_metadata(day), partition_key=day.key)
     except BaseException:
         shutil.rmtree(spool, ignore_errors=True)  # the finished days hold transcripts too
         raise
@@ -150,16 +145,14 @@ def audits(
     )
 
 
-def decision_metadata(decisions: pd.DataFrame, set_aside: dict[str, int]) -> dict[str, Any]:
+def decision_metadata(day: DayPoints) -> dict[str, Any]:
     return {
-        "decision_points": len(decisions),
-        "set_aside": counter_md(Counter(set_aside), ("reason", "decision points")),
-        "by_tool": counter_md(Counter(decisions["target_name"]), ("tool", "decision points")),
-        "by_action_class": counter_md(
-            Counter(decisions["action_class"]), ("action class", "decision points")
-        ),
-        "decisive": int(decisions["decisive"].sum()),
-        "after_guard": int(decisions["after_guard"].sum()),
-        "history_dropped_messages": int(decisions["history_dropped"].sum()),
-        "preview": frame_md(decisions[PREVIEW_COLUMNS].head(8)),
+        "decision_points": day.rows,
+        "set_aside": counter_md(Counter(day.set_aside), ("reason", "decision points")),
+        "by_tool": counter_md(Counter(day.by_tool), ("tool", "decision points")),
+        "by_action_class": counter_md(Counter(day.by_action_class), ("action class", "decision points")),
+        "decisive": day.decisive,
+        "after_guard": day.after_guard,
+        "history_dropped_messages": day.history_dropped,
+        "preview": frame_md(day.preview),
     }

@@ -20,12 +20,12 @@ import pyarrow.dataset as pads
 from pydantic import Field
 
 from assets import OWNERS
-from assets.metadata import as_table, counter_md, frame_md, single_or_dict
+from assets.metadata import counter_md, frame_md, single_or_dict
 from assets.partitions import daily_partitions
 from assets.workers import resolve_workers, workers_field
 from trajectory_pipeline.day_stages import DayEvents, mine_days
-from trajectory_pipeline.mining import TRAJECTORY_SCHEMA, MiningConfig
-from trajectory_pipeline.parquet_io import SpooledParquet, write_table_atomic
+from trajectory_pipeline.mining import MiningConfig
+from trajectory_pipeline.parquet_io import SpooledParquet
 
 KEPT_TIERS = ("gold", "silver")
 AUDITED_COLUMNS = [
@@ -36,6 +36,8 @@ AUDITED_COLUMNS = [
     "repeated_inspections_after_guard",
 ]
 PREVIEW_COLUMNS = ["source", "repo", "intent", "tier", "quality", "shape", "tool_calls", "instruction"]
+# What the per-day metadata reads of every attempt (the rest stays in the worker that mined it).
+SUMMARY_COLUMNS = ["source", "family_id", "repo", "intent", "shape", "tier_reasons"]
 
 
 class MinedTrajectoriesConfig(dg.Config):
@@ -94,13 +96,12 @@ def mined_trajectories(
     spool = Path(tempfile.mkdtemp(prefix="trajectory-mined-"))
     mined: dict[str, SpooledParquet] = {}
     audited = []
+    workers = resolve_workers(config.workers)
     try:
-        for key, attempts in mine_days(days, mining, resolve_workers(config.workers)):
-            path = spool / f"mined-{key}.parquet"
-            write_table_atomic(as_table(attempts, TRAJECTORY_SCHEMA), path)
-            mined[key] = SpooledParquet(path, len(attempts))
-            audited.append(attempts[AUDITED_COLUMNS])
-            context.add_asset_metadata(mining_metadata(attempts), partition_key=key)
+        for day in mine_days(days, mining, spool, workers, columns=AUDITED_COLUMNS + SUMMARY_COLUMNS):
+            mined[day.key] = SpooledParquet(day.path, day.rows)
+            audited.append(day.columns[AUDITED_COLUMNS])
+            context.add_asset_metadata(mining_metadata(day.columns, day.head), partition_key=day.key)
     except BaseException:
         shutil.rmtree(spool, ignore_errors=True)  # the finished days hold transcripts too
         raise
@@ -141,7 +142,8 @@ def audits(attempts: pd.DataFrame, config: MinedTrajectoriesConfig) -> Iterator[
     )
 
 
-def mining_metadata(attempts: pd.DataFrame) -> dict[str, Any]:
+def mining_metadata(attempts: pd.DataFrame, head: pd.DataFrame) -> dict[str, Any]:
+    """From every attempt's SUMMARY_COLUMNS, and the first attempts whole for the preview."""
     families = attempts["family_id"].value_counts()
     top = attempts.drop_duplicates("family_id").set_index("family_id").loc[families.index[:10]]
     top_families = top[["repo", "intent", "shape"]].assign(attempts=families.iloc[:10].to_numpy())
@@ -157,5 +159,5 @@ def mining_metadata(attempts: pd.DataFrame) -> dict[str, Any]:
         "families": int(families.size),
         "repeated_families": int((families > 1).sum()),
         "top_families": frame_md(top_families.reset_index()),
-        "preview": frame_md(attempts[PREVIEW_COLUMNS].head(8)),
+        "preview": frame_md(head[PREVIEW_COLUMNS]),
     }

@@ -2,16 +2,18 @@
 
 import datetime as dt
 import pickle
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from trajectory_pipeline import parallel
 from trajectory_pipeline.day_stages import DayEvents, cut_days, mine_days
-from trajectory_pipeline.decisions import DecisionConfig, extract_decision_points, learnable
+from trajectory_pipeline.decisions import DECISION_SCHEMA, DecisionConfig, extract_decision_points, learnable
 from trajectory_pipeline.ingest import (
     DAY_US,
     SourceRoot,
@@ -22,7 +24,7 @@ from trajectory_pipeline.ingest import (
     ingest_day,
     ingest_days,
 )
-from trajectory_pipeline.mining import MiningConfig, mine_trajectories
+from trajectory_pipeline.mining import TRAJECTORY_SCHEMA, MiningConfig, mine_trajectories
 from trajectory_pipeline.redact import Redactor
 from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
 
@@ -145,27 +147,32 @@ def test_a_path_date_rules_out_all_but_three_days(tmp_path: Path) -> None:
     assert [day - d for day, reason in sorted(reasons.items()) if reason != "path_date"] == [-1, 0, 1]
 
 
+def as_stored(frame: pd.DataFrame, schema: pa.Schema) -> pd.DataFrame:
+    return pa.Table.from_pandas(frame, schema=schema, preserve_index=False).to_pandas()
+
+
 def test_day_stages_over_two_processes_equal_the_stages_day_by_day(
-    corpus: list[SourceRoot], day_by_day: dict
+    corpus: list[SourceRoot], day_by_day: dict, tmp_path: Path
 ) -> None:
     days = [DayEvents(day.isoformat(), (str(day_by_day[day][1] / f"e-{day}"),)) for day in DAYS]
-    expected_mined = {day.key: mine_trajectories(day.read(), MiningConfig()) for day in days}
-    mined = dict(mine_days(days, MiningConfig(), workers=2, min_events=0))
-    assert list(mined) == [day.key for day in days]
-    for key, frame in expected_mined.items():
-        pd.testing.assert_frame_equal(mined[key], frame)
-    mined_dir = day_by_day[DAYS[0]][1]
-    for key, frame in mined.items():
-        frame.to_parquet(mined_dir / f"m-{key}")
-    days = [replace(day, attempt_files=(str(mined_dir / f"m-{day.key}"),)) for day in days]
-    cut = list(cut_days(days, DecisionConfig(), workers=2, min_events=0))
+    expected = {day.key: mine_trajectories(day.read(), MiningConfig()) for day in days}
+    mined = list(mine_days(days, MiningConfig(), tmp_path, workers=2, columns=["tier"], min_events=0))
+    assert [day.key for day in mined] == [day.key for day in days]
+    for got in mined:
+        frame = expected[got.key]
+        pd.testing.assert_frame_equal(pd.read_parquet(got.path), as_stored(frame, TRAJECTORY_SCHEMA))
+        assert got.rows == len(frame) and list(got.columns["tier"]) == list(frame["tier"])
+        assert len(got.head) == min(8, len(frame))
+    days = [replace(day, attempt_files=(str(got.path),)) for day, got in zip(days, mined, strict=True)]
+    cut = list(cut_days(days, DecisionConfig(), tmp_path, workers=2, min_events=0))
     assert [day.key for day in cut] == [day.key for day in days]
     for day, got in zip(days, cut, strict=True):
-        points = extract_decision_points(day.read(), mined[day.key], DecisionConfig())
+        points = extract_decision_points(day.read(), expected[day.key], DecisionConfig())
         kept, aside = learnable(points)
-        pd.testing.assert_frame_equal(got.kept, kept)
-        assert (got.set_aside, got.extracted) == (aside, len(points))
-    assert sum(len(day.kept) for day in cut) > 0
+        pd.testing.assert_frame_equal(pd.read_parquet(got.path), as_stored(kept, DECISION_SCHEMA))
+        assert (got.rows, got.set_aside, got.extracted) == (len(kept), aside, len(points))
+        assert got.by_tool == dict(Counter(kept["target_name"])) and len(got.preview) == min(8, len(kept))
+    assert sum(day.rows for day in cut) > 0
 
 
 def test_a_file_gone_since_the_listing_is_quarantined_and_the_rest_load(

@@ -5,23 +5,31 @@ benchmark), so a range uses every core while a single day stays in the step's ow
 A task carries its day's raw_sessions file paths, not frames: each worker reads its own day,
 and results come back a few at a time, so memory holds a few days, never the whole range.
 
-    for key, attempts in mine_days(days, MiningConfig(), workers=2): ...
-    for day in cut_days(days_with_attempts, DecisionConfig(), workers=2): ...
+    for day in mine_days(days, MiningConfig(), spool_dir, workers=2, columns=["tier"]): ...
+    for day in cut_days(days_with_attempts, DecisionConfig(), spool_dir, workers=2): ...
+
+A worker writes its day's file itself and hands back a summary (and, for attempts, the few
+columns the caller asks for): shipping whole frames back through a pipe costs more than the
+second core saves, and the caller would hold them.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NamedTuple
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from trajectory_pipeline.decisions import DecisionConfig, extract_decision_points, learnable
-from trajectory_pipeline.mining import MiningConfig, mine_trajectories
+from trajectory_pipeline.decisions import DECISION_SCHEMA, DecisionConfig, extract_decision_points, learnable
+from trajectory_pipeline.mining import TRAJECTORY_SCHEMA, MiningConfig, mine_trajectories
 from trajectory_pipeline.parallel import imap_in_processes
+from trajectory_pipeline.parquet_io import write_table_atomic
 
 # Below this many events in the range, worker processes cost more to start than they save.
 PARALLEL_MIN_EVENTS = 100_000
@@ -52,39 +60,82 @@ def _read(files: tuple[str, ...]) -> pd.DataFrame:
     return pads.dataset(list(files), format="parquet").to_table().to_pandas()
 
 
-class DayPoints(NamedTuple):
-    """One day's learnable decision points, what was set aside (by reason), how many were cut, and
-    how many of the day's attempts were in the included tiers."""
+class MinedDay(NamedTuple):
+    """What a day's mining wrote to `path`: how many attempts, the columns asked for, the first rows."""
 
     key: str
-    kept: pd.DataFrame
-    set_aside: dict[str, int]
-    extracted: int
-    included_attempts: int
+    path: Path
+    rows: int
+    columns: pd.DataFrame  # every attempt, the requested columns only
+    head: pd.DataFrame  # the first attempts, every column
+
+
+class DayPoints(NamedTuple):
+    """What a day's cut wrote to `path`: its learnable decision points, summarized."""
+
+    key: str
+    path: Path
+    rows: int
+    extracted: int  # decision points cut, before the unlearnable ones were set aside
+    set_aside: dict[str, int]  # by reason
+    included_attempts: int  # the day's attempts in the included tiers
+    by_tool: dict[str, int]
+    by_action_class: dict[str, int]
+    decisive: int
+    after_guard: int
+    history_dropped: int  # history messages dropped to fit the budget, all points together
+    preview: pd.DataFrame  # the first rows, a few columns
+
+
+PREVIEW_COLUMNS = ["source", "tier", "step", "action_class", "target_name", "target_arguments"]
+PREVIEW_ROWS = 8
 
 
 @dataclass(frozen=True)
 class _MineTask:
     day: DayEvents
     config: MiningConfig
+    dest: Path
+    columns: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class _CutTask:
     day: DayEvents
     config: DecisionConfig
+    dest: Path
 
 
-def _mine(task: _MineTask) -> pd.DataFrame:
-    return mine_trajectories(task.day.read(), task.config)
+def _store(frame: pd.DataFrame, schema: pa.Schema, dest: Path) -> None:
+    write_table_atomic(pa.Table.from_pandas(frame, schema=schema, preserve_index=False), dest)
+
+
+def _mine(task: _MineTask) -> MinedDay:
+    attempts = mine_trajectories(task.day.read(), task.config)
+    _store(attempts, TRAJECTORY_SCHEMA, task.dest)
+    head = attempts.head(PREVIEW_ROWS).reset_index(drop=True)
+    return MinedDay(task.day.key, task.dest, len(attempts), attempts[list(task.columns)], head)
 
 
 def _cut(task: _CutTask) -> DayPoints:
     attempts = task.day.read_attempts()
     points = extract_decision_points(task.day.read(), attempts, task.config)
     kept, set_aside = learnable(points)
-    included = int(attempts["tier"].isin(task.config.included_tiers).sum())
-    return DayPoints(task.day.key, kept, set_aside, len(points), included)
+    _store(kept, DECISION_SCHEMA, task.dest)
+    return DayPoints(
+        key=task.day.key,
+        path=task.dest,
+        rows=len(kept),
+        extracted=len(points),
+        set_aside=set_aside,
+        included_attempts=int(attempts["tier"].isin(task.config.included_tiers).sum()),
+        by_tool=dict(Counter(kept["target_name"])),
+        by_action_class=dict(Counter(kept["action_class"])),
+        decisive=int(kept["decisive"].sum()),
+        after_guard=int(kept["after_guard"].sum()),
+        history_dropped=int(kept["history_dropped"].sum()),
+        preview=kept[PREVIEW_COLUMNS].head(PREVIEW_ROWS).reset_index(drop=True),
+    )
 
 
 def _workers(days: Sequence[DayEvents], workers: int, min_events: int) -> int:
@@ -98,21 +149,25 @@ def _workers(days: Sequence[DayEvents], workers: int, min_events: int) -> int:
 def mine_days(
     days: Sequence[DayEvents],
     config: MiningConfig,
+    out_dir: Path,
     workers: int = 1,
+    columns: Sequence[str] = (),
     min_events: int = PARALLEL_MIN_EVENTS,
-) -> Iterator[tuple[str, pd.DataFrame]]:
-    """(key, attempts) for each day, in order; the same frames `mine_trajectories` gives day by day."""
-    tasks = [_MineTask(day, config) for day in days]
-    mined = imap_in_processes(_mine, tasks, _workers(days, workers, min_events))
-    yield from zip((day.key for day in days), mined, strict=True)
+) -> Iterator[MinedDay]:
+    """Mine each day's attempts into `out_dir/mined-<key>.parquet` (private, written atomically);
+    summaries in order. The files hold what `mine_trajectories` gives day by day."""
+    tasks = [_MineTask(day, config, out_dir / f"mined-{day.key}.parquet", tuple(columns)) for day in days]
+    yield from imap_in_processes(_mine, tasks, _workers(days, workers, min_events))
 
 
 def cut_days(
     days: Sequence[DayEvents],
     config: DecisionConfig,
+    out_dir: Path,
     workers: int = 1,
     min_events: int = PARALLEL_MIN_EVENTS,
 ) -> Iterator[DayPoints]:
-    """Each day's learnable decision points, in order, from its events and its mined attempts."""
-    tasks = [_CutTask(day, config) for day in days]
+    """Cut each day's learnable decision points from its events and mined attempts into
+    `out_dir/decision-points-<key>.parquet` (private, written atomically); summaries in order."""
+    tasks = [_CutTask(day, config, out_dir / f"decision-points-{day.key}.parquet") for day in days]
     yield from imap_in_processes(_cut, tasks, _workers(days, workers, min_events))
