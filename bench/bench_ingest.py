@@ -9,7 +9,7 @@ core functions and on all cores: `ingest_days` (list, parse, redact, write Parqu
 its own process; its peak memory is sampled over the process *and its workers* together, and
 runs alternate so both sides see the same machine load.
 
-    python bench/bench_ingest.py --sessions 500 --days 37 --scale 4 --repeat 3
+    python bench/bench_ingest.py --sessions 500 --days 40 --scale 4 --repeat 3
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def child_main(args: argparse.Namespace) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=500, help="sessions per source per day")
-    parser.add_argument("--days", type=int, default=37, help="days of the main corpus (37: about 1 GB)")
+    parser.add_argument("--days", type=int, default=40, help="days of the main corpus (40: about 1 GB)")
     parser.add_argument("--scale", type=int, default=4, help="memory run: days times this")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
