@@ -7,11 +7,8 @@ agent had just before it, oldest messages dropped first beyond a size budget.
         --select decision_points --partition 2026-11-20
 """
 
-import shutil
-import tempfile
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -24,7 +21,7 @@ from assets.partitions import daily_partitions
 from assets.workers import resolve_workers, workers_field
 from trajectory_pipeline.day_stages import DayEvents, DayPoints, cut_days
 from trajectory_pipeline.decisions import DecisionConfig
-from trajectory_pipeline.parquet_io import SpooledParquet
+from trajectory_pipeline.parquet_io import SpooledParquet, spool_dir
 
 
 class DecisionPointsConfig(dg.Config):
@@ -96,19 +93,15 @@ def decision_points(
         raise dg.Failure(f"decision_points config: {err}") from None
     days = [DayEvents.of(key, raw_sessions[key], mined_trajectories[key]) for key in context.partition_keys]
     # Each day goes to a private spool file as it comes: a long range never sits in memory whole.
-    spool = Path(tempfile.mkdtemp(prefix="trajectory-decision-points-"))
     kept: dict[str, SpooledParquet] = {}
     extracted, included_attempts, set_aside = 0, 0, Counter[str]()
-    try:
+    with spool_dir("trajectory-decision-points-") as spool:
         for day in cut_days(days, core, spool, resolve_workers(config.workers)):
             kept[day.key] = SpooledParquet(day.path, day.rows)
             extracted += day.extracted
             included_attempts += day.included_attempts
             set_aside.update(day.set_aside)
             context.add_asset_metadata(decision_metadata(day), partition_key=day.key)
-    except BaseException:
-        shutil.rmtree(spool, ignore_errors=True)  # the finished days hold transcripts too
-        raise
     yield dg.Output(single_or_dict(kept, context.partition_keys))
     total_kept = sum(spooled.row_count for spooled in kept.values())
     yield from audits(total_kept, extracted, set_aside, included_attempts, config)

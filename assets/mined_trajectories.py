@@ -7,11 +7,8 @@ The audits run with the asset as Dagster asset checks; their thresholds are run 
         --select mined_trajectories --partition 2026-11-20
 """
 
-import shutil
-import tempfile
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -25,7 +22,7 @@ from assets.partitions import daily_partitions
 from assets.workers import resolve_workers, workers_field
 from trajectory_pipeline.day_stages import DayEvents, mine_days
 from trajectory_pipeline.mining import MiningConfig
-from trajectory_pipeline.parquet_io import SpooledParquet
+from trajectory_pipeline.parquet_io import SpooledParquet, spool_dir
 
 KEPT_TIERS = ("gold", "silver")
 AUDITED_COLUMNS = [
@@ -93,18 +90,14 @@ def mined_trajectories(
     days = [DayEvents.of(key, raw_sessions[key]) for key in context.partition_keys]
     # Each day goes to a private spool file as it comes, and the audits keep only the columns
     # they read: a long range never sits in memory whole.
-    spool = Path(tempfile.mkdtemp(prefix="trajectory-mined-"))
     mined: dict[str, SpooledParquet] = {}
     audited = []
     workers = resolve_workers(config.workers)
-    try:
+    with spool_dir("trajectory-mined-") as spool:
         for day in mine_days(days, mining, spool, workers, columns=AUDITED_COLUMNS + SUMMARY_COLUMNS):
             mined[day.key] = SpooledParquet(day.path, day.rows)
             audited.append(day.columns[AUDITED_COLUMNS])
             context.add_asset_metadata(mining_metadata(day.columns, day.head), partition_key=day.key)
-    except BaseException:
-        shutil.rmtree(spool, ignore_errors=True)  # the finished days hold transcripts too
-        raise
     yield dg.Output(single_or_dict(mined, context.partition_keys))
     yield from audits(pd.concat(audited, ignore_index=True), config)
 

@@ -9,8 +9,6 @@ silently. Both are written by the Parquet IO manager, one file per day.
 """
 
 import datetime as dt
-import shutil
-import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -25,7 +23,7 @@ from assets.partitions import daily_partitions
 from assets.workers import resolve_workers, workers_field
 from resources.session_sources import SessionSources
 from trajectory_pipeline.ingest import IngestStats, SourceUnreadableError, candidate_files, ingest_days
-from trajectory_pipeline.parquet_io import SpooledParquet
+from trajectory_pipeline.parquet_io import SpooledParquet, spool_dir
 from trajectory_pipeline.parsers.lines import MAX_LINE_BYTES
 from trajectory_pipeline.redact import Redactor
 
@@ -77,12 +75,11 @@ def raw_sessions(
         files = candidate_files(roots)
     except SourceUnreadableError as err:
         raise dg.Failure(str(err)) from None
-    spool = Path(tempfile.mkdtemp(prefix="trajectory-raw-sessions-"))
-    outputs = {
-        dt.date.fromisoformat(key): (spool / f"events-{key}.parquet", spool / f"quarantine-{key}.parquet")
-        for key in context.partition_keys
-    }
-    try:
+    with spool_dir("trajectory-raw-sessions-") as spool:
+        outputs = {
+            dt.date.fromisoformat(key): (spool / f"events-{key}.parquet", spool / f"quarantine-{key}.parquet")
+            for key in context.partition_keys
+        }
         found = ingest_days(
             roots,
             outputs,
@@ -91,9 +88,6 @@ def raw_sessions(
             files=files,
             workers=resolve_workers(config.workers),
         )
-    except BaseException:
-        shutil.rmtree(spool, ignore_errors=True)  # finished days hold transcripts too
-        raise
     events: dict[str, SpooledParquet] = {}
     quarantine: dict[str, SpooledParquet] = {}
     for day, stats in found.items():

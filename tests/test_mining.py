@@ -696,14 +696,16 @@ def test_sample_corpus_tiers_match_what_the_generator_planted(
     assert (attempts.groupby("family_id").size() > 1).any()  # workflows recur across sessions
 
 
+def attempt_spans(attempts: pd.DataFrame) -> list[tuple[str, int, int]]:
+    """(session, first ordinal, last ordinal) of each mined attempt: what annotate_attempts takes."""
+    return list(zip(attempts["session_id"], attempts["first_ordinal"], attempts["last_ordinal"], strict=True))
+
+
 def test_annotating_all_attempts_at_once_gives_what_each_attempt_gives_alone(
     sample: tuple[pd.DataFrame, pd.DataFrame],
 ) -> None:
     events, attempts = sample
-    ordered = order_session_events(events)
-    spans = list(
-        zip(attempts["session_id"], attempts["first_ordinal"], attempts["last_ordinal"], strict=True)
-    )
+    ordered, spans = order_session_events(events), attempt_spans(attempts)
     annotated = annotate_attempts(ordered, spans)
     assert list(annotated) == [(session_id, first) for session_id, first, _ in spans]
     starts = {str(session): int(rows[0]) for session, rows in ordered.groupby("session_id").indices.items()}
@@ -719,10 +721,7 @@ def test_annotating_without_outcomes_changes_only_the_outcomes(
 ) -> None:
     # Decision points skip reading runner output; every other fact of every call must stay the same.
     events, attempts = sample
-    ordered = order_session_events(events)
-    spans = list(
-        zip(attempts["session_id"], attempts["first_ordinal"], attempts["last_ordinal"], strict=True)
-    )
+    ordered, spans = order_session_events(events), attempt_spans(attempts)
     full, bare = annotate_attempts(ordered, spans), annotate_attempts(ordered, spans, outcomes=False)
     assert list(full) == list(bare)
     pairs = [(a, b) for key in full for a, b in zip(full[key], bare[key], strict=True)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import shutil
 import signal
 import stat
 import time
@@ -11,8 +12,15 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
-from trajectory_pipeline.parquet_io import BatchWriter, ensure_private_dir, move_atomic, write_table_atomic
+from trajectory_pipeline.parquet_io import (
+    BatchWriter,
+    ensure_private_dir,
+    move_atomic,
+    spool_dir,
+    write_table_atomic,
+)
 
 SCHEMA = pa.schema([("n", pa.int64()), ("text", pa.string())])
 
@@ -115,3 +123,14 @@ def subprocess_pid_that_exited() -> int:
     child = subprocess.Popen(["true"])
     child.wait()
     return child.pid
+
+
+def test_a_spool_folder_is_private_and_goes_with_its_files_when_the_step_fails() -> None:
+    with spool_dir("test-spool-") as kept:
+        (kept / "day.parquet").write_bytes(b"rows")
+    assert (kept / "day.parquet").exists() and _mode(kept) == 0o700
+    shutil.rmtree(kept)
+    with pytest.raises(RuntimeError), spool_dir("test-spool-") as failed:
+        (failed / "day.parquet").write_bytes(b"transcripts")
+        raise RuntimeError("the step failed")
+    assert not failed.exists()

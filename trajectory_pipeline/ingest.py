@@ -228,13 +228,6 @@ def _verdicts(source: str, path: Path, mtime_us: int, first: int, last: int) -> 
     return [span for span in spans if span[1] <= span[2]]
 
 
-def skip_reason(source: str, path: Path, day: dt.date, mtime_us: int) -> str | None:
-    """Why `path` cannot hold a session starting on `day`, or None when it must be read."""
-    d = day_index(day)
-    ((reason, _, _),) = _verdicts(source, path, mtime_us, d, d)
-    return reason
-
-
 class _Texts:
     """Redaction of the texts that repeat across a file's events (its path, the working folder)."""
 
@@ -310,33 +303,35 @@ def _file_level_bad_line(file: CandidateFile, reason: str) -> BadLine:
     return BadLine(file.source, str(file.path), 0, reason, excerpt(file.note), file.size, None, file.mtime_us)
 
 
-def ingest_file(
+def _ingest_file(
     writers: Mapping[int, _DayWriter], file: CandidateFile, texts: _Texts, max_line_bytes: int
 ) -> None:
     """Parse one file once and hand each event to the writer of the day its session started on.
 
     `writers` holds the days (indexes) the file is read for; what belongs to other days is dropped.
     """
-    shown_path = texts.redact(str(file.path))[0]
+    path_text = str(file.path)
+    shown_path = texts.redact(path_text)[0]
+
+    def shown(source_path: str) -> str:  # a line may name another file (a sub-agent's parent)
+        return shown_path if source_path == path_text else texts.redact(source_path)[0]
+
     mtime_writer = writers.get(file.mtime_us // DAY_US)
     if file.placed_under != file.source:
         for day_writer in writers.values():
             day_writer.stats.misassigned_files.append(f"{file.path}: {file.note}")
         if mtime_writer is not None:
             mtime_writer.add_bad_line(_file_level_bad_line(file, WRONG_SOURCE_FOLDER), shown_path)
-    path_text = str(file.path)
     try:
         for item in PARSERS[file.source].parse(file.path, max_line_bytes=max_line_bytes):
             start = item.session_start
             if isinstance(item, Event):
                 if start is not None and (writer := writers.get(start // DAY_US)) is not None:
-                    shown = shown_path if item.source_path == path_text else texts.redact(item.source_path)[0]
-                    writer.add_event(item, shown)
+                    writer.add_event(item, shown(item.source_path))
                 continue
             bad_day = (start if start is not None else file.mtime_us) // DAY_US
             if (writer := writers.get(bad_day)) is not None:
-                shown = shown_path if item.source_path == path_text else texts.redact(item.source_path)[0]
-                writer.add_bad_line(item, shown)
+                writer.add_bad_line(item, shown(item.source_path))
     except OSError as err:  # deleted or truncated by its agent while being read
         if mtime_writer is not None:
             failed = file._replace(note=f"{err.strerror} while reading {file.path}")
@@ -371,7 +366,7 @@ def _ingest_chunk(chunk: _Chunk) -> list[IngestStats]:
                 bad = _file_level_bad_line(file, file.problem)
                 targets[lo].add_bad_line(bad, texts.redact(str(file.path))[0])
                 continue
-            ingest_file(targets, file, texts, chunk.max_line_bytes)
+            _ingest_file(targets, file, texts, chunk.max_line_bytes)
     return [writer.stats for writer in writers.values()]
 
 

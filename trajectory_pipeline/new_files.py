@@ -7,7 +7,7 @@ created or has grown, and the days it can hold become *pending*. A pending day i
 ingestion once its partition exists (the UTC day is over) and nothing touching it has changed for
 `QUIET_SECONDS`, so a session still being written is ingested once it pauses, not at every tick.
 
-Which days a file can hold follows `ingest.skip_reason`: a session starting on day d writes on or
+Which days a file can hold follows ingestion's `ingest._verdicts`: a session starting on day d writes on or
 after d, and a day of slack covers agents that write local times without a zone, so a file last
 modified on day m can hold new events of sessions that started on m - 1 (one still running past
 midnight), m, or m + 1. Files untouched for more than `HORIZON_DAYS` when first seen (turning

@@ -15,7 +15,9 @@ import contextlib
 import errno
 import os
 import secrets
-from collections.abc import Iterable, Sequence
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,6 +108,19 @@ def write_bytes_atomic(dest: Path, body: bytes) -> None:
         publish(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def spool_dir(prefix: str) -> Iterator[Path]:
+    """A private temporary folder for a step's finished files, which `move_atomic` later empties
+    into place. If the block fails, the folder goes with what it holds: those files hold
+    transcripts too."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield path
+    except BaseException:
+        shutil.rmtree(path, ignore_errors=True)
+        raise
 
 
 def move_atomic(src: Path, dest: Path) -> None:
