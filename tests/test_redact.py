@@ -504,3 +504,19 @@ def test_real_corpus_lines_stay_valid_json(real_corpus: Path) -> None:
         json.loads(out)
         changed += bool(counts)
     assert changed > 100
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        "curl -u user:s3cretpass@host",  # a flag's value that would run into the block
+        "redis-cli -u redis://:hunter42@cache:6379",  # a finding of the same pass before it
+        "redis-cli -u admin",  # a match of the same pass that reports nothing
+    ],
+)
+def test_a_pem_block_glued_to_what_precedes_it_is_found_in_one_pass(before: str) -> None:
+    pem = "-----BEGIN RSA " + "PRIVATE KEY-----\n" + PEM_BODY + "\n-----END RSA " + "PRIVATE KEY-----\n"
+    redactor = Redactor()
+    out, found = redactor.redact(before + pem)
+    assert PEM_BODY not in out and found.get("private_key") == 1
+    assert redactor.redact(out) == (out, {})

@@ -91,7 +91,7 @@ from __future__ import annotations
 import bisect
 import functools
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 Span = tuple[int, int, str]  # start, end, kind
@@ -176,9 +176,11 @@ _QUOTED = r"(?P<q>(?:\\{3}|\\)?\"|['`])(?P<qv>(?:(?!(?P=q))[^\"\\\r\n]|\\[^\r\n]
 # An unquoted value is a shell word: it stops at whitespace, a quote, a backslash and
 # , ; ( ) { } [ ] < > |. A "&" belongs to it (`Tr0ub4dor&3`) unless it separates
 # commands: `&&`, `&` before a space, a stop or the end (`password=x&&ls`); `_value_span`
-# also cuts it before a query parameter or an entity (`?password=x&next=/`, `x&amp;`).
+# also cuts it before a query parameter or an entity (`?password=x&next=/`, `x&amp;`). Nor does
+# it run into a PEM block glued after it (`-u user:pass@host-----BEGIN ...`): the block's own
+# pass must see its header.
 _STOP = r"\s\"'`\\,;(){}\[\]<>|"
-_WORD_CHAR = rf"(?:[^{_STOP}&]|&(?=[^{_STOP}&]))"
+_WORD_CHAR = rf"(?:(?!-----BEGIN )[^{_STOP}&]|&(?=[^{_STOP}&]))"
 _UNQUOTED = rf"(?P<uv>{_WORD_CHAR}{{1,512}})"
 # A lookahead, so that a value judged a reference is not consumed: "a=$X_b=..." still
 # shows the pass the "b=" inside it.
@@ -806,10 +808,31 @@ def _scanners(
         return pattern.search, pattern.finditer
 
     def at_start(text: str, pos: int = 0) -> tuple[re.Match[str], ...]:
-        m = pattern.match(text)
+        m = pattern.match(text) if pos == 0 else None
         return (m,) if m is not None else ()
 
     return pattern.match, at_start
+
+
+def _pass_findings(
+    finditer: Callable[[str, int], Iterable[re.Match[str]]], resolve: Resolver, text: str, pos: int
+) -> Iterator[Span]:
+    """Every finding of one pass, each match's scan going on from where its findings end.
+
+    A match may consume more than it reports: `-u user:pass@host` runs on, without a space, into a
+    PEM block glued after it. Scanning on from the match's end would hide a finding of the same
+    pass inside the rest, and no later round would see it, so the scan restarts there instead.
+    """
+    while True:
+        for m in finditer(text, pos):
+            found = resolve(text, m)
+            yield from found
+            reach = max((end for _, end, _ in found), default=m.start() + 1)
+            if reach < m.end():
+                pos = max(reach, m.start() + 1)
+                break
+        else:
+            return
 
 
 class Redactor:
@@ -852,19 +875,18 @@ class Redactor:
             first = search(text)  # cheaper than an empty finditer
             if first is None:
                 continue
-            for m in finditer(text, first.start()):
-                for span in resolve(text, m):
-                    if span[2] in self._skip:
-                        continue
-                    start, end, _ = span
-                    i = bisect.bisect_left(starts, start)
-                    before = spans[i - 1] if i > 0 and spans[i - 1][1] > start else None
-                    after = spans[i] if i < len(spans) and spans[i][0] < end else None
-                    if before is None and after is None:
-                        starts.insert(i, start)
-                        spans.insert(i, span)
-                    elif not any(o[0] <= start and end <= o[1] for o in (before, after) if o is not None):
-                        settled = False  # partly covered: what is left may be a finding
+            for span in _pass_findings(finditer, resolve, text, first.start()):
+                if span[2] in self._skip:
+                    continue
+                start, end, _ = span
+                i = bisect.bisect_left(starts, start)
+                before = spans[i - 1] if i > 0 and spans[i - 1][1] > start else None
+                after = spans[i] if i < len(spans) and spans[i][0] < end else None
+                if before is None and after is None:
+                    starts.insert(i, start)
+                    spans.insert(i, span)
+                elif not any(o[0] <= start and end <= o[1] for o in (before, after) if o is not None):
+                    settled = False  # partly covered: what is left may be a finding
         if not spans:
             return text, {}, True
         parts: list[str] = []
