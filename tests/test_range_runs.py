@@ -1,6 +1,8 @@
 """A range of days, read once and spread over processes, gives each day exactly what a lone day gets."""
 
 import datetime as dt
+import gc
+import os
 import pickle
 from collections import Counter
 from dataclasses import replace
@@ -217,3 +219,17 @@ def test_a_bad_worker_count_says_what_to_write(monkeypatch: pytest.MonkeyPatch, 
         parallel.default_workers()
     monkeypatch.setenv(parallel.WORKERS_ENV, "3")
     assert parallel.default_workers() == 3
+
+
+def _young_threshold(_: int) -> tuple[int, int]:
+    return gc.get_threshold()[0], os.getpid()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_tasks_run_with_fewer_collections_and_the_callers_setting_comes_back(workers: int) -> None:
+    before = gc.get_threshold()
+    results = parallel.map_in_processes(_young_threshold, [0, 1, 2], workers=workers)
+    assert {threshold for threshold, _ in results} == {parallel.TASK_GC_THRESHOLD}
+    assert gc.get_threshold() == before
+    in_caller = {pid for _, pid in results} == {os.getpid()}
+    assert in_caller == (workers == 1)

@@ -27,9 +27,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
-from trajectory_pipeline.parallel import map_in_processes
+from trajectory_pipeline import parallel
 from trajectory_pipeline.parquet_io import BatchWriter
 from trajectory_pipeline.parsers import PARSERS, detect_source
 from trajectory_pipeline.parsers.lines import MAX_LINE_BYTES, read_head
@@ -38,6 +38,7 @@ from trajectory_pipeline.schema import (
     EVENT_SCHEMA,
     EXCERPT_CHARS,
     QUARANTINE_SCHEMA,
+    TEXT_CAP_CHARS,
     BadLine,
     Event,
     cap_text,
@@ -246,6 +247,21 @@ class _Texts:
         return done
 
 
+_EVENT_FIELD = {name: i for i, name in enumerate(Event._fields)}
+_TEXT, _TEXT_TRUNCATED = _EVENT_FIELD["text"], _EVENT_FIELD["text_truncated"]
+_SOURCE_PATH, _REDACTIONS = _EVENT_FIELD["source_path"], _EVENT_FIELD["redactions"]
+
+
+def _count_into(counts: Counter[str], found: dict[str, int]) -> int:
+    """Add a redaction's counts (Counter.update's generic path costs more than the redaction
+    of a short text) and return how many there were."""
+    total = 0
+    for kind, n in found.items():
+        counts[kind] += n
+        total += n
+    return total
+
+
 class _DayWriter:
     """Redacts one day's events and bad lines and streams them to its two Parquet files."""
 
@@ -255,34 +271,39 @@ class _DayWriter:
         self.redactor = texts.redactor
         self.texts = texts
         self.stats = IngestStats(day.isoformat())
+        # The working folder repeats across a file's events: its redaction is remembered.
+        self._redacted_fields = (
+            (_TEXT, self.redactor.redact),
+            (_EVENT_FIELD["tool_input"], self.redactor.redact),
+            (_EVENT_FIELD["cwd"], texts.redact),
+        )
 
     def add_event(self, item: Event, shown_path: str) -> None:
+        # Runs once per event: a few attribute reads, no per-event tuples or dicts unless a
+        # field changes (most events carry no secret and are written as parsed).
         stats = self.stats
-        cleaned_fields: dict[str, Any] = {}
-        found_total = 0
-        for name, value, redact in (
-            ("text", item.text, self.redactor.redact),
-            ("tool_input", item.tool_input, self.redactor.redact),
-            ("cwd", item.cwd, self.texts.redact),
-        ):
+        changed: list[Any] | None = None
+        for index, redact in self._redacted_fields:
+            value = cast("str | None", item[index])  # text, tool_input, cwd
             if value:
                 cleaned, found = redact(value)
                 if found:
-                    stats.redactions.update(found)
-                    found_total += sum(found.values())
-                    cleaned_fields[name] = cleaned
-        if found_total:
-            cleaned_fields["redactions"] = item.redactions + found_total
+                    changed = changed or list(item)
+                    changed[index] = cleaned
+                    changed[_REDACTIONS] += _count_into(stats.redactions, found)
         if item.source_path != shown_path:
-            cleaned_fields["source_path"] = shown_path
-        text, truncated = cap_text(cleaned_fields.get("text", item.text))
-        if truncated:
-            cleaned_fields.update(text=text, text_truncated=True)
+            changed = changed or list(item)
+            changed[_SOURCE_PATH] = shown_path
+        text = item.text if changed is None else changed[_TEXT]
+        if text is not None and len(text) > TEXT_CAP_CHARS:
+            changed = changed or list(item)
+            changed[_TEXT] = cap_text(text)[0]
+            changed[_TEXT_TRUNCATED] = True
             stats.truncated_texts += 1
         elif item.text_truncated:
             stats.truncated_texts += 1
-        if cleaned_fields:
-            item = item._replace(**cleaned_fields)
+        if changed is not None:
+            item = Event._make(changed)
         self.events.add(item, len(item.text or "") + len(item.tool_input or ""))
         stats.rows += 1
         stats.rows_by_source_kind[(item.source, item.kind)] += 1
@@ -293,7 +314,7 @@ class _DayWriter:
 
     def add_bad_line(self, bad: BadLine, shown_path: str) -> None:
         cleaned, found = self.redactor.redact(bad.excerpt)
-        self.stats.redactions.update(found)
+        _count_into(self.stats.redactions, found)
         bad = bad._replace(excerpt=cleaned[:EXCERPT_CHARS], source_path=shown_path)
         self.quarantine.add(bad)
         self.stats.quarantined[bad.reason] += 1
@@ -393,6 +414,8 @@ def ingest_days(
     files = candidate_files(roots) if files is None else files
     days = sorted(outputs)
     indexes = [day_index(day) for day in days]
+    if workers > 1 and sum(f.size for f in files if f.mtime_us // DAY_US >= indexes[0]) >= parallel_min_bytes:
+        parallel.warm_up(workers)  # likely to run in processes: their start overlaps the planning
     # Per reason (None: read), +1/-1 at the first and past the last day of each span: a file
     # costs the same whether the range is a day or a year.
     tallies: dict[str | None, list[int]] = defaultdict(lambda: [0] * (len(days) + 1))
@@ -425,8 +448,8 @@ def ingest_days(
                 stats[day].files_read = count
             else:
                 stats[day].files_skipped[reason] = count
-    parallel = workers > 1 and read_bytes >= parallel_min_bytes
-    count = max(math.ceil(len(days) / chunk_days), min(workers, len(days)) if parallel else 1)
+    in_processes = workers > 1 and read_bytes >= parallel_min_bytes
+    count = max(math.ceil(len(days) / chunk_days), min(workers, len(days)) if in_processes else 1)
     chunks = []
     for part in _even_parts(days, count):
         lo, hi = day_index(part[0]), day_index(part[-1])
@@ -439,7 +462,7 @@ def ingest_days(
                 max_line_bytes,
             )
         )
-    for chunk_stats in map_in_processes(_ingest_chunk, chunks, workers if parallel else 1):
+    for chunk_stats in parallel.map_in_processes(_ingest_chunk, chunks, workers if in_processes else 1):
         for found in chunk_stats:
             _merge(stats[dt.date.fromisoformat(found.day)], found)
     return stats
