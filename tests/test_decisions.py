@@ -23,10 +23,14 @@ from trajectory_pipeline import decisions
 from trajectory_pipeline.actions import CallInfo
 from trajectory_pipeline.decisions import (
     DECISION_SCHEMA,
+    TIERS,
     DecisionConfig,
     build_history,
     cap_result,
+    decision_points_table,
     extract_decision_points,
+    learnable,
+    learnable_table,
 )
 from trajectory_pipeline.events import order_session_events
 from trajectory_pipeline.ingest import SourceRoot, ingest_day
@@ -616,6 +620,31 @@ def test_no_accepted_attempt_gives_an_empty_frame_with_the_schema() -> None:
 # ---- the real chain on a sample-corpus day ----------------------------------------------------
 
 DAY = dt.date(2026, 11, 20)
+
+
+def test_arrow_tables_give_the_rows_of_the_frames(tmp_path: Path) -> None:
+    """The day stages cut Arrow tables (`decision_points_table`, `learnable_table`): the same rows."""
+    generate_corpus(tmp_path / "corpus", CorpusSpec(days=1, end_date=DAY, sessions_per_day=6, seed=7))
+    roots = [SourceRoot(source, tmp_path / "corpus" / folder) for source, folder in SOURCE_FOLDERS.items()]
+    ingest_day(roots, DAY, tmp_path / "events.parquet", tmp_path / "quarantine.parquet")
+    events = pd.read_parquet(tmp_path / "events.parquet")
+    attempts = mine_trajectories(events)
+    for config in (DecisionConfig(), DecisionConfig(included_tiers=TIERS, include_sidechain=True)):
+        frame = extract_decision_points(events, attempts, config)
+        table = decision_points_table(
+            pa.Table.from_pandas(events, preserve_index=False),
+            pa.Table.from_pandas(attempts, preserve_index=False),
+            config,
+        )
+        assert table.schema.equals(DECISION_SCHEMA) and len(frame) > 0
+        pd.testing.assert_frame_equal(table.to_pandas(), frame, check_exact=True)
+        kept, set_aside = learnable(frame)
+        kept_table, set_aside_table = learnable_table(table)
+        assert set_aside_table == set_aside
+        pd.testing.assert_frame_equal(kept_table.to_pandas(), kept, check_exact=True)
+    rejects = pa.Table.from_pandas(attempts[attempts["tier"] == "reject"], preserve_index=False)
+    empty = decision_points_table(pa.Table.from_pandas(events, preserve_index=False), rejects)
+    assert empty.equals(DECISION_SCHEMA.empty_table())
 
 
 def test_a_sample_corpus_day_gives_decisions_for_every_accepted_tool_call(tmp_path: Path) -> None:

@@ -32,6 +32,8 @@ from trajectory_pipeline.mining import (
     TIER_FLOORS,
     TIER_WIDTH,
     TRAJECTORY_SCHEMA,
+    ArrowEventLists,
+    EventLists,
     MiningConfig,
     annotate_attempts,
     annotate_calls,
@@ -39,6 +41,7 @@ from trajectory_pipeline.mining import (
     classify_intent,
     family_id,
     is_guard_denial,
+    mine_table,
     mine_trajectories,
     split_attempts,
 )
@@ -617,6 +620,56 @@ def sample(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, pd.D
         frames.append(pd.read_parquet(root / f"{day}.parquet"))
     events = pd.concat(frames, ignore_index=True)
     return events, mine_trajectories(events)
+
+
+def test_mine_table_gives_the_rows_of_mine_trajectories(sample: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    events, attempts = sample
+    table = mine_table(pa.Table.from_pandas(events, preserve_index=False))
+    assert table.schema.equals(TRAJECTORY_SCHEMA)
+    pd.testing.assert_frame_equal(table.to_pandas(), attempts, check_exact=True)
+    assert mine_table(EVENT_SCHEMA.empty_table()).equals(TRAJECTORY_SCHEMA.empty_table())
+
+
+@pytest.mark.parametrize(
+    ("kind", "values"),
+    [
+        (pa.string(), ["a", None, ""]),
+        (pa.large_string(), ["a", None, "é"]),
+        (pa.int64(), [1, None, 0]),
+        (pa.int32(), [3, 2, 1]),
+        (pa.bool_(), [True, None, False]),
+        (pa.float64(), [0.5, None, float("nan")]),
+        (pa.timestamp("us", tz="UTC"), [0, None, 1_700_000_000_123_456]),
+        (pa.timestamp("ns"), [1_000, None, 1_700_000_000_123_456_000]),
+        (pa.dictionary(pa.int8(), pa.string()), ["x", None, "y"]),
+        (pa.null(), [None, None, None]),
+    ],
+)
+@pytest.mark.filterwarnings("ignore::UserWarning")  # pandas parsing text as times, one value at a time
+def test_arrow_event_lists_give_the_lists_of_the_pandas_frame(kind: pa.DataType, values: list[Any]) -> None:
+    table = pa.table({"c": pa.array(values, kind)})
+    arrow, frame = ArrowEventLists(table), EventLists(table.to_pandas())
+    for convert in (
+        "values",
+        "texts",
+        "optional_ints",
+        "optional_bools",
+        "optional_floats",
+        "flags",
+        "micros",
+        "strings",
+        "ints",
+    ):
+        try:
+            expected: Any = getattr(frame, convert)("c")
+        except (TypeError, ValueError) as error:
+            expected = type(error)
+        try:
+            got: Any = getattr(arrow, convert)("c")
+        except (TypeError, ValueError) as error:
+            got = type(error)
+        assert repr(got) == repr(expected), convert  # repr: NaN is not equal to itself
+    assert arrow.texts("absent") == frame.texts("absent") == [None] * 3
 
 
 def _planted(events: pd.DataFrame, attempts: pd.DataFrame) -> list[tuple[str, dict[str, Any]]]:

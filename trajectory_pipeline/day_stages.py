@@ -15,6 +15,7 @@ second core saves, and the caller would hold them.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -23,11 +24,19 @@ from typing import NamedTuple
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from trajectory_pipeline.decisions import DECISION_SCHEMA, DecisionConfig, extract_decision_points, learnable
-from trajectory_pipeline.mining import TRAJECTORY_SCHEMA, MiningConfig, mine_trajectories
+from trajectory_pipeline.decisions import (
+    DECISION_SCHEMA,
+    EVENT_READ_COLUMNS,
+    DecisionConfig,
+    decision_points_table,
+    learnable_table,
+)
+from trajectory_pipeline.events import ORDER_COLUMNS
+from trajectory_pipeline.mining import READ_COLUMNS, TRAJECTORY_SCHEMA, MiningConfig, mine_table
 from trajectory_pipeline.parallel import imap_in_processes
 from trajectory_pipeline.parquet_io import write_table_atomic
 
@@ -50,14 +59,18 @@ class DayEvents:
         return cls(key, tuple(events.files), tuple(attempts.files) if attempts is not None else ())
 
     def read(self) -> pd.DataFrame:
-        return _read(self.files)
+        return _read(self.files).to_pandas()
 
     def read_attempts(self) -> pd.DataFrame:
-        return _read(self.attempt_files)
+        return _read(self.attempt_files).to_pandas()
 
 
-def _read(files: tuple[str, ...]) -> pd.DataFrame:
-    return pads.dataset(list(files), format="parquet").to_table().to_pandas()
+def _read(files: tuple[str, ...], columns: Sequence[str] | None = None) -> pa.Table:
+    """The files' rows as one Arrow table; with `columns`, only those of them the files hold."""
+    dataset = pads.dataset(list(files), format="parquet")
+    if columns is not None:
+        columns = [name for name in dict.fromkeys(columns) if name in dataset.schema.names]
+    return dataset.to_table(columns=columns)
 
 
 class MinedDay(NamedTuple):
@@ -106,36 +119,57 @@ class _CutTask:
     dest: Path
 
 
-def _store(frame: pd.DataFrame, schema: pa.Schema, dest: Path) -> None:
-    write_table_atomic(pa.Table.from_pandas(frame, schema=schema, preserve_index=False), dest)
+@functools.cache
+def _pandas_metadata(schema: pa.Schema) -> dict[bytes, bytes]:
+    """The metadata `Table.from_pandas` gives a table of `schema` (how to read it back into pandas):
+    it depends on the column types alone, so a table built in Arrow is stored as if from a frame."""
+    empty = schema.empty_table().to_pandas()
+    metadata = pa.Table.from_pandas(empty, schema=schema, preserve_index=False).schema.metadata
+    return dict(metadata or {})
+
+
+def _store(table: pa.Table, schema: pa.Schema, dest: Path) -> None:
+    if not table.schema.equals(schema, check_metadata=False):
+        raise ValueError(f"a day's table must have the schema\n{schema}\ngot\n{table.schema}")
+    write_table_atomic(table.replace_schema_metadata(_pandas_metadata(schema)), dest)
 
 
 def _mine(task: _MineTask) -> MinedDay:
-    attempts = mine_trajectories(task.day.read(), task.config)
+    # Arrow from file to file: only the columns mining reads, and no pandas frame of the events.
+    attempts = mine_table(_read(task.day.files, READ_COLUMNS), task.config)
     _store(attempts, TRAJECTORY_SCHEMA, task.dest)
-    head = attempts.head(PREVIEW_ROWS).reset_index(drop=True)
-    return MinedDay(task.day.key, task.dest, len(attempts), attempts[list(task.columns)], head)
+    head = attempts.slice(0, PREVIEW_ROWS).to_pandas()
+    return MinedDay(
+        task.day.key, task.dest, attempts.num_rows, attempts.select(list(task.columns)).to_pandas(), head
+    )
 
 
 def _cut(task: _CutTask) -> DayPoints:
-    attempts = task.day.read_attempts()
-    points = extract_decision_points(task.day.read(), attempts, task.config)
-    kept, set_aside = learnable(points)
+    attempts = _read(task.day.attempt_files)
+    events = _read(task.day.files, (*EVENT_READ_COLUMNS, *ORDER_COLUMNS))
+    points = decision_points_table(events, attempts, task.config)
+    kept, set_aside = learnable_table(points)
     _store(kept, DECISION_SCHEMA, task.dest)
+    included = pc.is_in(attempts.column("tier"), pa.array(task.config.included_tiers, pa.string()))
     return DayPoints(
         key=task.day.key,
         path=task.dest,
-        rows=len(kept),
-        extracted=len(points),
+        rows=kept.num_rows,
+        extracted=points.num_rows,
         set_aside=set_aside,
-        included_attempts=int(attempts["tier"].isin(task.config.included_tiers).sum()),
-        by_tool=dict(Counter(kept["target_name"])),
-        by_action_class=dict(Counter(kept["action_class"])),
-        decisive=int(kept["decisive"].sum()),
-        after_guard=int(kept["after_guard"].sum()),
-        history_dropped=int(kept["history_dropped"].sum()),
-        preview=kept[PREVIEW_COLUMNS].head(PREVIEW_ROWS).reset_index(drop=True),
+        included_attempts=_count(included),
+        by_tool=dict(Counter(kept.column("target_name").to_pylist())),
+        by_action_class=dict(Counter(kept.column("action_class").to_pylist())),
+        decisive=_count(kept.column("decisive")),
+        after_guard=_count(kept.column("after_guard")),
+        history_dropped=_count(kept.column("history_dropped")),
+        preview=kept.select(PREVIEW_COLUMNS).slice(0, PREVIEW_ROWS).to_pandas(),
     )
+
+
+def _count(values: pa.ChunkedArray | pa.Array) -> int:
+    """The sum of a boolean or integer column; 0 when it is empty (Arrow's sum is then null)."""
+    return int(pc.sum(values).as_py() or 0)
 
 
 def _workers(days: Sequence[DayEvents], workers: int, min_events: int) -> int:
