@@ -309,8 +309,11 @@ def why_unreadable(body: bytes, cut_short: bool, truncated: str = TRUNCATED_LINE
 
 def read_head(path: Path, max_bytes: int = 64 * 1024) -> bytes:
     """The first bytes of a file, for sniffing its format without reading it all."""
-    with open(path, "rb") as handle:
-        return handle.read(max_bytes)
+    fd = os.open(path, os.O_RDONLY)  # no buffered file object: a listing sniffs every file
+    try:
+        return os.read(fd, max_bytes)
+    finally:
+        os.close(fd)
 
 
 def head_objects(
