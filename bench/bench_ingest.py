@@ -133,7 +133,8 @@ def corpus_for(scratch: Path, name: str, days: int, sessions: int) -> tuple[Path
     corpus = scratch / name
     started = time.perf_counter()
     if not (corpus / ".sample-corpus.json").exists():
-        generate_corpus(corpus, CorpusSpec(days=days, end_date=END, sessions_per_day=sessions))
+        spec = CorpusSpec(days=days, end_date=END, sessions_per_day=sessions)
+        generate_corpus(corpus, spec, workers=os.cpu_count() or 1)  # its sources side by side
     made = time.perf_counter() - started
     size = sum(path.stat().st_size for path in corpus.rglob("*.jsonl")) / 1e6
     return corpus, size, made

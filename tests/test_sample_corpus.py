@@ -116,6 +116,18 @@ def test_same_spec_gives_identical_bytes(tmp_path: Path) -> None:
     assert len(digests(tmp_path / "a")) == first.files + 1  # the marker
 
 
+def test_sources_written_in_two_processes_give_the_same_bytes_and_times(tmp_path: Path) -> None:
+    alone = generate_corpus(tmp_path / "a", SMALL)
+    side_by_side = generate_corpus(tmp_path / "b", SMALL, workers=2)
+    assert side_by_side == alone
+    assert digests(tmp_path / "b") == digests(tmp_path / "a")
+    mtimes = [
+        {str(p.relative_to(root)): p.stat().st_mtime_ns for p in root.rglob("*.jsonl")}
+        for root in (tmp_path / "a", tmp_path / "b")
+    ]
+    assert mtimes[0] == mtimes[1]
+
+
 def test_another_seed_gives_another_corpus(tmp_path: Path, corpus: tuple[Path, CorpusSummary]) -> None:
     other = tmp_path / "other"
     generate_corpus(other, CorpusSpec(days=SMALL.days, sessions_per_day=SMALL.sessions_per_day, seed=12))

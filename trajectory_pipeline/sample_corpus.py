@@ -55,6 +55,7 @@ from pathlib import Path
 
 import orjson
 
+from trajectory_pipeline.parallel import map_in_processes
 from trajectory_pipeline.sample_corpus_content import REPOS, RepoIndex
 from trajectory_pipeline.sample_corpus_formats import (
     SPOIL_KINDS,
@@ -155,6 +156,15 @@ class _Tally:
         self.per_source[source] += 1
         self.secrets += len(set(scenario.secrets))
         self.secret_values.update(scenario.secrets)
+
+    def merge(self, other: _Tally) -> None:
+        self.files += other.files
+        self.bytes += other.bytes
+        self.secrets += other.secrets
+        self.malformed += other.malformed
+        self.secret_values |= other.secret_values
+        for source, sessions in other.per_source.items():
+            self.per_source[source] += sessions
 
     def summary(self) -> CorpusSummary:
         return CorpusSummary(
@@ -343,16 +353,29 @@ def _prepare(out_dir: Path, spec: CorpusSpec) -> None:
         handle.write(marker + b"\n")
 
 
-def generate_corpus(out_dir: Path, spec: CorpusSpec = CorpusSpec()) -> CorpusSummary:
-    """Write the corpus described by `spec` under `out_dir` and say what was written."""
+def generate_corpus(out_dir: Path, spec: CorpusSpec = CorpusSpec(), workers: int = 1) -> CorpusSummary:
+    """Write the corpus described by `spec` under `out_dir` and say what was written.
+
+    Each source's files come from random streams of their own, in folders of their own, so
+    `workers` processes can write the sources side by side (benchmarks generate gigabytes)
+    and the files are byte for byte the same.
+    """
     out_dir = Path(out_dir)
     _prepare(out_dir, spec)
+    tally = _Tally()
+    for part in map_in_processes(_write_source, [(out_dir, spec, source) for source in SOURCES], workers):
+        tally.merge(part)
+    return tally.summary()
+
+
+def _write_source(task: tuple[Path, CorpusSpec, str]) -> _Tally:
+    """Every day of one source, in day order (a day may add to a file an earlier day began)."""
+    out_dir, spec, source = task
     indexes = {repo.name: RepoIndex.of(repo) for repo in REPOS}
     tally = _Tally()
     for day_index in range(spec.days):
-        for source in SOURCES:
-            _DAY_WRITERS[source](out_dir, _Day(spec, source, day_index, indexes), tally)
-    return tally.summary()
+        _DAY_WRITERS[source](out_dir, _Day(spec, source, day_index, indexes), tally)
+    return tally
 
 
 # --------------------------------------------------------------------------- command line
