@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
-from trajectory_pipeline.parsers.lines import JsonLine, head_objects, read_json_lines
+import pytest
+
+from trajectory_pipeline.parsers import lines
+from trajectory_pipeline.parsers.lines import (
+    MAX_LINE_BYTES,
+    JsonLine,
+    _head_objects_by_line,
+    head_objects,
+    read_json_lines,
+)
 from trajectory_pipeline.schema import BadLine
 
 GOOD = b'{"n": %d}\n'
@@ -61,3 +71,45 @@ def test_complete_last_line_without_newline_is_fine(tmp_path: Path) -> None:
 def test_head_objects_skips_unreadable_lines(tmp_path: Path) -> None:
     path = _write(tmp_path, b"junk\n", GOOD % 1, GOOD % 2)
     assert [obj["n"] for obj in head_objects(path, max_lines=3)] == [1, 2]
+
+
+def _damaged_lines(seed: int) -> bytes:
+    """Lines of every shape the readers must agree on: short, long, blank, broken, unterminated."""
+    rng = random.Random(seed)
+    pieces = []
+    for n in range(rng.randrange(1, 40)):
+        shape = rng.randrange(6)
+        if shape == 0:
+            pieces.append(GOOD % n)
+        elif shape == 1:
+            pieces.append(b'{"pad": "%s"}\n' % (b"x" * rng.choice([10, 290, 4090, 5000, 9000, 70000])))
+        elif shape == 2:
+            pieces.append(
+                rng.choice([b"\n", b"   \n", b"[1, 2]\n", b"\x00\x01\n", b"\xff\xfe\n", b'{"n": 1\n'])
+            )
+        else:
+            pieces.append(GOOD % n)
+    body = b"".join(pieces)
+    return body[: rng.randrange(len(body) + 1)] if rng.random() < 0.5 else body
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_lines_do_not_depend_on_the_block_sizes(
+    tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `head_only` readers start with small blocks; planning and parsing must see the same lines.
+    path = _write(tmp_path, _damaged_lines(seed))
+    for cap in (300, 5000, MAX_LINE_BYTES):
+        whole = list(read_json_lines(path, "x", cap))
+        for first_block in (1, 7, 4096):
+            monkeypatch.setattr(lines, "_HEAD_BLOCK", first_block)
+            assert list(read_json_lines(path, "x", cap, head_only=True)) == whole
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_head_objects_reads_as_the_line_by_line_reader(tmp_path: Path, seed: int) -> None:
+    path = _write(tmp_path, _damaged_lines(seed))
+    for max_lines, max_bytes in ((50, 4 * 1024 * 1024), (3, 100), (10, 5000), (50, 80_000)):
+        assert list(head_objects(path, max_lines, max_bytes)) == list(
+            _head_objects_by_line(path, max_lines, max_bytes)
+        )

@@ -21,9 +21,11 @@ the session's first timestamp in this file, and lacking any timestamp, the file'
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -130,7 +132,7 @@ def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | 
             session_id, start = sessions.now()
             yield item._replace(session_id=session_id, session_start=start)
             continue
-        obj = item.obj
+        line_no, obj = item
         session_id, start = sessions.advance(obj)
         try:
             read = _read_line(obj, carry)
@@ -140,7 +142,7 @@ def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | 
             reason = UNKNOWN_RECORD_TYPE  # when there are no rows: a type this parser does not know
         if read is None:
             yield bad_record(
-                SOURCE, source_path, item.line_no, reason, obj, session_id=session_id, session_start=start
+                SOURCE, source_path, line_no, reason, obj, session_id=session_id, session_start=start
             )
             continue
         line, rows = read
@@ -153,7 +155,7 @@ def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | 
                     session_id,
                     start,
                     source_path,
-                    item.line_no,
+                    line_no,
                     seq,
                     ts,
                     role,
@@ -233,6 +235,9 @@ class _Sessions:
 
     def advance(self, obj: dict[str, Any]) -> tuple[str, int | None]:
         """Move to the next line's session, learning its start when it is new."""
+        session_id = obj.get("sessionId")
+        if session_id == self._current and session_id is not None:  # nearly every line: no change
+            return session_id, self._starts[session_id]
         session_id = _session_id(obj)
         if session_id is None:
             return self.now()
@@ -256,7 +261,7 @@ def _first_timestamp_of(path: Path, wanted: str | None) -> tuple[str | None, int
     Streams only as far as needed, which is a line or two for any real transcript.
     Returns the session id it looked for (None when the file names none) and the timestamp.
     """
-    found = _first_timestamp_in(read_json_lines(path, SOURCE), wanted)
+    found = _first_timestamp_in(read_json_lines(path, SOURCE, head_only=True), wanted)
     return found.session_id, found.ts
 
 
@@ -321,26 +326,43 @@ def _session_start(path: Path, session_id: str, own: int | None) -> int | None:
 
 def _session_files(path: Path, session_id: str) -> list[Path]:
     """Other files that may be the session's own: old and new sub-agent layouts."""
+    # On path strings and os.stat rather than pathlib: every file of a listing asks this twice
+    # (planning, then parsing), and pathlib's joins and stats cost more than the reading.
     name = f"{session_id}.jsonl"
-    folder = path.parent
+    folder, own_name = os.path.split(str(path))
     # Most often `path` is that file itself, which takes no asking the disk.
-    candidates = [] if path.name == name else [folder / name]
-    if folder.name == "subagents":
-        session_dir = folder.parent
+    candidates = [] if own_name == name else [os.path.join(folder, name)]
+    if os.path.basename(folder) == "subagents":
+        project, session_dir = os.path.split(os.path.dirname(folder))
         # The folder is named after the session; copies of a project may rename the file.
-        candidates += [session_dir.parent / name, session_dir.parent / f"{session_dir.name}.jsonl"]
+        candidates += [os.path.join(project, name), os.path.join(project, f"{session_dir}.jsonl")]
     found: list[Path] = []
-    for candidate in candidates:
-        if candidate not in found and candidate.is_file() and not _same_file(candidate, path):
-            found.append(candidate)
+    own: os.stat_result | None = None
+    for candidate in dict.fromkeys(candidates):
+        info = _stat_if_present(candidate)
+        if info is None or not stat.S_ISREG(info.st_mode):
+            continue
+        if own is None:
+            try:
+                own = os.stat(path)
+            except OSError:  # gone since it was listed: no candidate is the same file
+                found.append(Path(candidate))
+                continue
+        if (info.st_ino, info.st_dev) != (own.st_ino, own.st_dev):
+            found.append(Path(candidate))
     return found
 
 
-def _same_file(a: Path, b: Path) -> bool:
+def _stat_if_present(path: str) -> os.stat_result | None:
+    """`os.stat(path)`, None when there is no such file; other errors raise, as `Path.is_file` does."""
     try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
+        return os.stat(path)
+    except (FileNotFoundError, NotADirectoryError, ValueError):  # ValueError: a NUL in a session id
+        return None
+    except OSError as err:
+        if err.errno in (errno.EBADF, errno.ELOOP):
+            return None
+        raise
 
 
 # ---------------------------------------------------------------- lines

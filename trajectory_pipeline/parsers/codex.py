@@ -148,35 +148,57 @@ class _Head(NamedTuple):
 def _read_head(path: Path, objects: Iterable[dict[str, Any]] | None = None) -> _Head:
     """The session as the file's first lines describe it: `objects`, the lines `head_objects`
     gives, when the caller has them."""
-    meta: dict[str, Any] = {}
-    first_ts: int | None = None
-    model: str | None = None
-    for obj in head_objects(path) if objects is None else objects:
-        if first_ts is None:
-            first_ts = parse_ts(obj.get("timestamp"))
-        if not meta and _is_legacy_header(obj):
-            meta = obj
-            continue
-        payload = obj.get("payload")
-        if not isinstance(payload, dict):
-            continue
-        if not meta and obj.get("type") == "session_meta":
-            meta = payload
-        elif model is None and obj.get("type") == "turn_context" and isinstance(payload.get("model"), str):
-            model = payload["model"]
-        if meta and model is not None:
-            break
+    meta, first_ts, model = _scan_head(head_objects(path) if objects is None else objects)
     git_value = meta.get("git")
     git: dict[str, Any] = git_value if isinstance(git_value, dict) else {}
-    starts = [ts for ts in (parse_ts(meta.get("timestamp")), first_ts) if ts is not None]
     return _Head(
         session_id=_text_or_none(meta.get("id")) or _id_from_name(path),
-        session_start=min(starts) if starts else fallback_start(path),
+        session_start=_session_start(path, meta, first_ts),
         cwd=_text_or_none(meta.get("cwd")),
         remote_url=_text_or_none(git.get("repository_url")),
         git_branch=_text_or_none(git.get("branch")),
         model=model,
     )
+
+
+def _scan_head(
+    objects: Iterable[dict[str, Any]], start_only: bool = False
+) -> tuple[dict[str, Any], int | None, str | None]:
+    """The session_meta payload (or legacy header), the first readable line timestamp and the
+    first turn_context model among the head's `objects`.
+
+    `start_only`: the caller needs only what `_session_start` reads, so the scan ends once both
+    are settled (what follows cannot change them) instead of reading on to the model.
+    """
+    meta: dict[str, Any] = {}
+    first_ts: int | None = None
+    model: str | None = None
+    for obj in objects:
+        if first_ts is None:
+            first_ts = parse_ts(obj.get("timestamp"))
+        if not meta and _is_legacy_header(obj):
+            meta = obj
+        else:
+            payload = obj.get("payload")
+            if not isinstance(payload, dict):
+                continue
+            if not meta and obj.get("type") == "session_meta":
+                meta = payload
+            elif (
+                model is None and obj.get("type") == "turn_context" and isinstance(payload.get("model"), str)
+            ):
+                model = payload["model"]
+            if meta and model is not None:
+                break
+        if start_only and meta and first_ts is not None:
+            break
+    return meta, first_ts, model
+
+
+def _session_start(path: Path, meta: dict[str, Any], first_ts: int | None) -> int:
+    """The earliest of the session_meta's creation time and the first line's timestamp."""
+    starts = [ts for ts in (parse_ts(meta.get("timestamp")), first_ts) if ts is not None]
+    return min(starts) if starts else fallback_start(path)
 
 
 def _text_or_none(value: object) -> str | None:
@@ -191,7 +213,8 @@ def _id_from_name(path: Path) -> str:
 def earliest_start(path: Path) -> int:
     """The session's start as parse() will report it: the earliest of the session_meta's
     creation time and the first line's timestamp."""
-    return _read_head(path).session_start
+    meta, first_ts, _ = _scan_head(head_objects(path), start_only=True)
+    return _session_start(path, meta, first_ts)
 
 
 def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | BadLine]:

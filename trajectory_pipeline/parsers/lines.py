@@ -44,6 +44,10 @@ _HEAD_BYTES = 4 * 1024 * 1024
 # Files are read a block at a time and each block split at once, far faster than line by line;
 # past 128 KiB a block's buffer costs more to allocate than it saves.
 _BLOCK = 64 * 1024
+# Readers of a file's first lines alone (planning reads one to three lines of every file) start
+# with a small block, doubled up to _BLOCK: reading and splitting a whole first block costs them
+# three times what their lines do. Lines come out the same whatever the block sizes.
+_HEAD_BLOCK = 4 * 1024
 
 
 class JsonLine(NamedTuple):
@@ -89,25 +93,29 @@ class _Tail(NamedTuple):
     oversize: bool
 
 
-def _split_lines(fd: int, cap: int) -> Iterator[bytes | _Tail]:
+def _split_lines(fd: int, cap: int, first_block: int = _BLOCK) -> Iterator[bytes | _Tail]:
     """The lines of the file open as `fd`, in order, each without its newline, or as a `_Tail`."""
     # Lines come a block's worth at a time, flattened in C: no generator step per line.
-    return itertools.chain.from_iterable(_line_batches(fd, cap))
+    return itertools.chain.from_iterable(_line_batches(fd, cap, first_block))
 
 
-def _line_batches(fd: int, cap: int) -> Iterator[list[bytes] | list[_Tail]]:
+def _line_batches(fd: int, cap: int, first_block: int = _BLOCK) -> Iterator[list[bytes] | list[_Tail]]:
     """The lines of each block read, as `_split_lines` gives them.
 
     A listed line may be over `cap` when its block holds it whole; one that grows past `cap`
     before its block ends comes as an oversize `_Tail`, only its first `cap` bytes kept, so no
-    more than `cap` plus a block is ever held.
+    more than `cap` plus a block is ever held. Blocks start at `first_block` bytes and double up
+    to `_BLOCK`; the lines do not depend on the block sizes.
     """
     if cap < 1:
         raise ValueError(f"max_line_bytes must be at least 1, got {cap}")
     pending: list[bytes] = []  # the start of a line that runs past the blocks read so far
     pending_len = 0
     oversize: bytes | None = None  # the head of an over-cap line whose newline is still unread
-    while block := os.read(fd, _BLOCK):
+    size = first_block
+    while block := os.read(fd, size):
+        if size < _BLOCK:
+            size = min(2 * size, _BLOCK)
         if oversize is not None:
             end = block.find(b"\n")
             if end == -1:
@@ -159,10 +167,14 @@ def read_lines(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Raw
 
 
 def read_json_lines(
-    path: Path, source: str, max_line_bytes: int = MAX_LINE_BYTES
+    path: Path, source: str, max_line_bytes: int = MAX_LINE_BYTES, *, head_only: bool = False
 ) -> Iterator[JsonLine | BadLine]:
-    """Yield each non-blank line of `path` as a parsed JSON object, or a BadLine."""
-    with JsonLines(path, source, max_line_bytes) as lines:
+    """Yield each non-blank line of `path` as a parsed JSON object, or a BadLine.
+
+    `head_only`: the caller means to read only the first lines, so the file is read in small
+    blocks at first; the items are the same.
+    """
+    with JsonLines(path, source, max_line_bytes, head_only=head_only) as lines:
         yield from lines
 
 
@@ -179,28 +191,34 @@ class JsonLines:
                 ...
     """
 
-    def __init__(self, path: Path, source: str, max_line_bytes: int = MAX_LINE_BYTES) -> None:
+    def __init__(
+        self, path: Path, source: str, max_line_bytes: int = MAX_LINE_BYTES, *, head_only: bool = False
+    ) -> None:
+        """`head_only`: only the first lines will be read (see `read_json_lines`)."""
         self._path = path
         self._source = source
         self._cap = max_line_bytes
+        self._first_block = _HEAD_BLOCK if head_only else _BLOCK
         self._fd: int | None = None
         self._lines: Iterator[bytes | _Tail] | None = None  # set on entering the `with` block
         self._read: list[tuple[bytes | _Tail, object]] = []  # lines the head read, each with its loads
 
     def __enter__(self) -> JsonLines:
         self._fd = os.open(self._path, os.O_RDONLY)
-        self._lines = _split_lines(self._fd, self._cap)
+        self._lines = _split_lines(self._fd, self._cap, self._first_block)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         if self._fd is not None:
             os.close(self._fd)
 
-    def head_objects(self) -> Iterator[dict[str, Any]]:
-        """The objects `head_objects(path)` gives, in order; call before iterating."""
-        budget = held = _HEAD_BYTES
+    def head_objects(
+        self, max_lines: int = _HEAD_LINES, max_bytes: int = _HEAD_BYTES
+    ) -> Iterator[dict[str, Any]]:
+        """The objects `head_objects(path, max_lines, max_bytes)` gives, in order; call before iterating."""
+        budget = held = max_bytes
         given = 0
-        for line in itertools.islice(self._opened_lines(), _HEAD_LINES):
+        for line in itertools.islice(self._opened_lines(), max_lines):
             head_cap = min(MAX_LINE_BYTES, budget)
             if isinstance(line, _Tail):
                 text, byte_len, cut = line.head, line.byte_len, line.oversize
@@ -211,7 +229,9 @@ class JsonLines:
                 # The head reads this line whole but it was cut here, or keeping the lines read would
                 # take more than the head's own budget: the head's own reading goes on from here.
                 self._read.append((line, _UNPARSED))
-                yield from itertools.islice(head_objects(self._path, _HEAD_LINES, _HEAD_BYTES), given, None)
+                yield from itertools.islice(
+                    _head_objects_by_line(self._path, max_lines, max_bytes), given, None
+                )
                 return
             if cut or len(text) > head_cap:  # over the head's cap: `head_objects` skips it unparsed
                 self._read.append((line, _UNPARSED))
@@ -321,8 +341,17 @@ def head_objects(
 ) -> Iterator[dict[str, Any]]:
     """Parse the first few JSON lines of a file, skipping any that do not parse.
 
-    Used to learn a session's id and start before streaming the whole file.
+    Used to learn a session's id and start before streaming the whole file. Each line may be up
+    to MAX_LINE_BYTES, or what is left of `max_bytes`; a longer one is skipped unparsed.
     """
+    # `JsonLines.head_objects` reads these lines in small blocks, without a buffered file object:
+    # planning reads the head of every file, and most callers stop after a line or two.
+    with JsonLines(path, "", MAX_LINE_BYTES, head_only=True) as lines:
+        yield from lines.head_objects(max_lines, max_bytes)
+
+
+def _head_objects_by_line(path: Path, max_lines: int, max_bytes: int) -> Iterator[dict[str, Any]]:
+    """`head_objects`, one capped line at a time: where `JsonLines.head_objects` cannot go on."""
     with open(path, "rb") as handle:
         budget = max_bytes
         for _ in range(max_lines):
