@@ -672,6 +672,24 @@ def test_arrow_event_lists_give_the_lists_of_the_pandas_frame(kind: pa.DataType,
     assert arrow.texts("absent") == frame.texts("absent") == [None] * 3
 
 
+@pytest.mark.parametrize("kind", [pa.string(), pa.large_string()])
+@pytest.mark.parametrize(
+    "chunks",
+    [[["a.jsonl", None, "b.jsonl", "a.jsonl"], ["", "b.jsonl", None]], [["é", "é"]], [[None]], [[]]],
+)
+def test_arrow_event_lists_of_a_column_of_few_distinct_strings(
+    kind: pa.DataType, chunks: list[list[str | None]]
+) -> None:
+    # These columns go through a dictionary, not `to_pylist`: the lists must be the same.
+    column = pa.chunked_array([pa.array(chunk, kind) for chunk in chunks], kind)
+    table = pa.table({"source_path": column})
+    arrow, frame = ArrowEventLists(table), EventLists(table.to_pandas())
+    assert arrow.values("source_path") == frame.values("source_path") == column.to_pylist()
+    assert arrow.texts("source_path") == frame.texts("source_path")
+    if not column.null_count:
+        assert arrow.strings("source_path") == frame.strings("source_path")
+
+
 def _planted(events: pd.DataFrame, attempts: pd.DataFrame) -> list[tuple[str, dict[str, Any]]]:
     """(what the generator planted, the attempt's row) for every attempt the tables identify."""
     interruption = re.compile(

@@ -40,7 +40,8 @@ columns read here are turned into plain lists once, mining annotates all their a
 (`annotate_attempts`), and each message is encoded to JSON once (a history's JSON is its messages'
 joined). One core extracts a generated day's 5,400 decision points from 32k events in about 0.22 s;
 a quarter of it is mining's annotation, which has to run again here (without verification
-outcomes, which no decision point reads), and a sixth turning the rows into a table. The day
+outcomes, which no decision point reads). Rows are tuples in the schema's column order,
+transposed into columns once: a dict per row cost twice as much to build and take apart. The day
 stages call `decision_points_table` and `learnable_table`, the same on Arrow tables: no pandas
 frame on the way from Parquet to Parquet, and the lists of the events made once for both the
 history and the annotation.
@@ -70,7 +71,6 @@ from trajectory_pipeline.mining import (
     file_name,
     ordered_columns,
     ordered_table,
-    rows_table,
 )
 from trajectory_pipeline.schema import canonical_json
 from trajectory_pipeline.vocabulary import CanonicalCall, missing_required
@@ -224,22 +224,20 @@ def _as_list(column: pd.Series) -> list[Any]:
 class _EventView:
     """The columns history building needs, as Python lists, for a run of ordered events."""
 
-    def __init__(
-        self, columns: dict[str, list[Any]], ordinals: list[int], contexts: list[str | None] | None = None
-    ) -> None:
+    def __init__(self, columns: dict[str, list[Any]], ordinals: list[int]) -> None:
         self.columns = columns
         self.ordinals = ordinals
-        if contexts is None:
-            sidechain, agent, path = columns["is_sidechain"], columns["agent_id"], columns["source_path"]
-            contexts = [
-                str(agent_id or source_path) if is_sidechain else None
-                for is_sidechain, agent_id, source_path in zip(sidechain, agent, path, strict=True)
-            ]
-        self.contexts = contexts  # per event: None for the main agent, else the sub-agent's id (or file)
+        sidechain, agent, path = columns["is_sidechain"], columns["agent_id"], columns["source_path"]
+        # per event: None for the main agent, else the sub-agent's id (or file)
+        self.contexts = [
+            str(agent_id or source_path) if is_sidechain else None
+            for is_sidechain, agent_id, source_path in zip(sidechain, agent, path, strict=True)
+        ]
 
     @cached_property
     def position(self) -> dict[int, int]:
-        """Ordinal -> index; made on first use, as a whole day's view only ever gets sliced."""
+        """Ordinal -> index, for a view of one attempt; made on first use, as a day's view is read by
+        row (its sessions' ordinals number their rows)."""
         return {ordinal: index for index, ordinal in enumerate(self.ordinals)}
 
     @classmethod
@@ -261,13 +259,6 @@ class _EventView:
             raise ValueError(f"events need the columns {missing}; got {lists.names()}")
         return cls({name: lists.values(name) for name in EVENT_COLUMNS}, lists.ints("ordinal"))
 
-    def slice(self, start: int, stop: int) -> _EventView:
-        return _EventView(
-            {k: v[start:stop] for k, v in self.columns.items()},
-            self.ordinals[start:stop],
-            self.contexts[start:stop],
-        )
-
     def index(self, ordinal: int) -> int:
         """Where the event at `ordinal` sits in the view's lists."""
         index = self.position.get(ordinal)
@@ -275,8 +266,7 @@ class _EventView:
             raise ValueError(f"no event with ordinal {ordinal}: the events hold {self._span()}")
         return index
 
-    def row(self, ordinal: int) -> dict[str, Any]:
-        index = self.index(ordinal)
+    def row(self, index: int) -> dict[str, Any]:
         return {name: values[index] for name, values in self.columns.items()}
 
     def context_of(self, ordinal: int) -> str | None:
@@ -293,6 +283,7 @@ class _Conversation:
     def __init__(
         self,
         view: _EventView,
+        rows: range,
         calls: Sequence[CallInfo],
         context: str | None,
         instruction: str,
@@ -300,7 +291,8 @@ class _Conversation:
         config: DecisionConfig,
     ) -> None:
         self.budget = config.history_budget_chars
-        indices = [i for i, own in enumerate(view.contexts) if own == context]
+        contexts = view.contexts
+        indices = [i for i in rows if contexts[i] == context]
         own_ordinals = {view.ordinals[i] for i in indices}
         own_calls = [info for info in calls if info.ordinal in own_ordinals]
         by_call = {info.ordinal: info for info in own_calls}
@@ -437,7 +429,8 @@ def build_history(
         raise ValueError(f"target must index one of the attempt's {len(calls)} calls, got {target}")
     view = _EventView.from_frame(attempt_events)
     ordinal = calls[target].ordinal
-    conversation = _Conversation(view, calls, view.context_of(ordinal), instruction, repo, config)
+    context = view.context_of(ordinal)
+    conversation = _Conversation(view, range(len(view.ordinals)), calls, context, instruction, repo, config)
     messages, dropped, _ = conversation.history(ordinal)
     return messages, dropped
 
@@ -472,7 +465,7 @@ def extract_decision_points(
     columns = [_as_list(accepted[name]) for name in ATTEMPT_COLUMNS]
     records = [dict(zip(ATTEMPT_COLUMNS, values, strict=True)) for values in zip(*columns, strict=True)]
     rows = _decision_rows(EventLists(ordered), _EventView.from_frame(ordered), records, config)
-    return rows_table(rows, DECISION_SCHEMA).to_pandas() if rows else _empty()
+    return _points_table(rows).to_pandas() if rows else _empty()
 
 
 def decision_points_table(
@@ -492,12 +485,17 @@ def decision_points_table(
     records.sort(key=lambda attempt: (attempt["session_id"], attempt["first_ordinal"]))
     ordered = ArrowEventLists(ordered_table(events, EVENT_READ_COLUMNS, set(accepted.values("session_id"))))
     rows = _decision_rows(ordered, _EventView.from_lists(ordered), records, config)
-    return rows_table(rows, DECISION_SCHEMA) if rows else DECISION_SCHEMA.empty_table()
+    return _points_table(rows)
+
+
+_SORT_KEY = operator.itemgetter(
+    DECISION_SCHEMA.names.index("session_id"), DECISION_SCHEMA.names.index("ordinal")
+)
 
 
 def _decision_rows(
     ordered: EventLists, view: _EventView, records: list[dict[str, Any]], config: DecisionConfig
-) -> list[dict[str, Any]]:
+) -> list[tuple[Any, ...]]:
     """The decision-point rows of the accepted attempts `records` (sorted by session and first
     ordinal), sorted by (session_id, ordinal); `ordered` and `view` hold their sessions' events."""
     spans = _session_rows(view)
@@ -515,15 +513,15 @@ def _decision_rows(
     # One pass of mining over all the attempts: annotating each slice apart would convert the
     # events to lists again for every attempt. Decision points never read verification outcomes.
     annotated = annotate_attempts(ordered, bounds, outcomes=False)
-    rows: list[dict[str, Any]] = []
+    rows: list[tuple[Any, ...]] = []
     targets = _Targets()
     for attempt, (session_id, first, last) in zip(records, bounds, strict=True):
         start = spans[session_id][0]
         calls = annotated[(session_id, first)]
-        attempt_view = view.slice(start + first, start + last + 1)
-        rows.extend(_attempt_rows(attempt, calls, attempt_view, config, targets))
+        attempt_rows = range(start + first, start + last + 1)
+        rows.extend(_attempt_rows(attempt, calls, view, start, attempt_rows, config, targets))
     # Stable, as sort_values(kind="stable"); attempts come in this order already, unless they overlap.
-    rows.sort(key=operator.itemgetter("session_id", "ordinal"))
+    rows.sort(key=_SORT_KEY)
     return rows
 
 
@@ -555,20 +553,25 @@ def _attempt_rows(
     attempt: Mapping[str, Any],
     calls: list[CallInfo],
     view: _EventView,
+    start: int,
+    rows_of_attempt: range,
     config: DecisionConfig,
     targets: _Targets,
-) -> list[dict[str, Any]]:
-    """The decision-point rows of one attempt's calls."""
+) -> list[tuple[Any, ...]]:
+    """The decision-point rows of one attempt's calls, each a tuple of DECISION_SCHEMA's columns in
+    order (a dict per row costs twice as much to build and then to turn into columns).
+
+    The attempt is `rows_of_attempt` of `view`, in a session whose ordinal 0 is row `start`."""
     repo = _value(attempt["repo"])
     conversations: dict[str | None, _Conversation] = {}  # one per agent: main, and each sub-agent
-    source_paths, seqs = view.columns["source_path"], view.columns["seq"]
-    rows: list[dict[str, Any]] = []
+    source_paths, seqs, kinds = view.columns["source_path"], view.columns["seq"], view.columns["kind"]
+    rows: list[tuple[Any, ...]] = []
     for step, info in enumerate(calls):
         if info.is_sidechain and not config.include_sidechain:
             continue
-        at = view.index(info.ordinal)
-        if view.columns["kind"][at] != "tool_call":
-            target = view.row(info.ordinal)
+        at = start + info.ordinal  # a session's ordinals number its rows
+        if kinds[at] != "tool_call":
+            target = view.row(at)
             raise ValueError(
                 f"call {step} of attempt {attempt['attempt_id']} points at ordinal {info.ordinal}, "
                 f"a {target['role']} {target['kind']} event, not a tool_call"
@@ -578,7 +581,9 @@ def _attempt_rows(
             instruction = _value(attempt["instruction"])
             if not isinstance(instruction, str):
                 raise ValueError(f"attempt {attempt['attempt_id']} has no instruction text: {instruction!r}")
-            conversations[context] = _Conversation(view, calls, context, instruction, repo, config)
+            conversations[context] = _Conversation(
+                view, rows_of_attempt, calls, context, instruction, repo, config
+            )
         messages, dropped, messages_json = conversations[context].history(info.ordinal)
         if not rows:  # the attempt's own values, the same on each of its rows
             session_id, quality, intent = (
@@ -589,39 +594,49 @@ def _attempt_rows(
         call = info.call
         arguments, source_arguments, missing = targets.of(call)
         rows.append(
-            {
-                "decision_id": decision_id(session_id, source_paths[at], seqs[at]),
-                "attempt_id": attempt["attempt_id"],
-                "session_id": attempt["session_id"],
-                "source": attempt["source"],
-                "repo": repo,
-                "tier": attempt["tier"],
-                "quality": quality,
-                "family_id": attempt["family_id"],
-                "intent": intent,
-                "step": step,
-                "ordinal": info.ordinal,
-                "messages": messages_json,
-                "target_name": call.name,
-                "target_arguments": arguments,
-                "target_source_name": call.source_name,
-                "target_source_arguments": source_arguments,
-                "target_known": call.known,
-                "missing_required": missing,  # a tuple: () leaves the row untracked by gc
-                "action_class": info.action_class,
-                "decisive": info.decisive,
-                "first_action": info.first_action,
-                "after_guard": info.after_guard,
-                "guard_recovery": info.guard_recovery,
-                "repeated_inspection_after_guard": info.repeated_inspection_after_guard,
-                "target_guard_denied": info.guard_denied,
-                "history_messages": len(messages),
-                "history_dropped": dropped,
-                "history_chars": len(messages_json),
-                "is_sidechain": info.is_sidechain,
-            }
+            (
+                decision_id(session_id, source_paths[at], seqs[at]),  # decision_id
+                attempt["attempt_id"],  # attempt_id
+                attempt["session_id"],  # session_id
+                attempt["source"],  # source
+                repo,  # repo
+                attempt["tier"],  # tier
+                quality,  # quality
+                attempt["family_id"],  # family_id
+                intent,  # intent
+                step,  # step
+                info.ordinal,  # ordinal
+                messages_json,  # messages
+                call.name,  # target_name
+                arguments,  # target_arguments
+                call.source_name,  # target_source_name
+                source_arguments,  # target_source_arguments
+                call.known,  # target_known
+                missing,  # missing_required; a tuple: () leaves the row untracked by gc
+                info.action_class,  # action_class
+                info.decisive,  # decisive
+                info.first_action,  # first_action
+                info.after_guard,  # after_guard
+                info.guard_recovery,  # guard_recovery
+                info.repeated_inspection_after_guard,  # repeated_inspection_after_guard
+                info.guard_denied,  # target_guard_denied
+                len(messages),  # history_messages
+                dropped,  # history_dropped
+                len(messages_json),  # history_chars
+                info.is_sidechain,  # is_sidechain
+            )
         )
     return rows
+
+
+def _points_table(rows: list[tuple[Any, ...]]) -> pa.Table:
+    """Rows of `_attempt_rows` as a table of DECISION_SCHEMA: transposed by `zip`, a list per column."""
+    if not rows:
+        return DECISION_SCHEMA.empty_table()
+    return pa.table(
+        dict(zip(DECISION_SCHEMA.names, map(list, zip(*rows, strict=True)), strict=True)),
+        schema=DECISION_SCHEMA,
+    )
 
 
 def learnable(decisions: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
