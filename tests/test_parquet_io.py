@@ -16,6 +16,7 @@ import pytest
 
 from trajectory_pipeline.parquet_io import (
     BatchWriter,
+    SharedBudget,
     ensure_private_dir,
     move_atomic,
     spool_dir,
@@ -70,6 +71,26 @@ def test_batch_writer_leaves_nothing_when_the_block_fails(tmp_path: Path) -> Non
     except RuntimeError:
         pass
     assert list(tmp_path.iterdir()) == []
+
+
+def test_writers_sharing_a_budget_hold_no_more_than_it_together_and_lose_no_row(tmp_path: Path) -> None:
+    budget = SharedBudget(rows=12, size=1_000)
+    writers = [
+        BatchWriter(tmp_path / f"day-{d}.parquet", SCHEMA, batch_rows=10, budget=budget) for d in range(5)
+    ]
+    for n in range(300):  # rows of the five days interleaved, as files in path order give them
+        writers[n * 7 % 5].add((n, "x" * (n % 50)), size=n % 50)
+        assert sum(w.buffered_rows() for w in writers) == budget.rows <= 12
+        assert budget.bytes <= 1_000
+    for writer in writers:
+        writer.close()
+    assert budget.rows == budget.bytes == 0 and budget.writers == []
+    days = [pq.read_table(tmp_path / f"day-{d}.parquet").column("n").to_pylist() for d in range(5)]
+    assert days == [[n for n in range(300) if n * 7 % 5 == d] for d in range(5)]
+    with BatchWriter(tmp_path / "alone.parquet", SCHEMA, budget=budget) as writer:
+        writer.add((1, "y"), size=1)
+        writer.abort()
+    assert budget.rows == budget.bytes == 0 and budget.writers == []
 
 
 def test_move_atomic_replaces_the_destination(tmp_path: Path) -> None:

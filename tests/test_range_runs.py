@@ -18,7 +18,9 @@ from trajectory_pipeline.day_stages import DayEvents, cut_days, mine_days
 from trajectory_pipeline.decisions import DECISION_SCHEMA, DecisionConfig, extract_decision_points, learnable
 from trajectory_pipeline.ingest import (
     DAY_US,
+    CandidateFile,
     SourceRoot,
+    _balanced_parts,
     _verdicts,
     candidate_files,
     day_bounds,
@@ -62,7 +64,7 @@ def assert_same_days(day_by_day: dict, ranged: dict, out: Path) -> None:
     assert sum(stats.rows for stats in ranged.values()) > 0
 
 
-@pytest.mark.parametrize("chunk_days", [1, 2, 7])
+@pytest.mark.parametrize("chunk_days", [1, 2, 7, 31])
 def test_a_range_in_one_pass_equals_each_day_alone(
     corpus: list[SourceRoot], day_by_day: dict, tmp_path: Path, chunk_days: int
 ) -> None:
@@ -183,7 +185,7 @@ def test_a_file_gone_since_the_listing_is_quarantined_and_the_rest_load(
     files = candidate_files(corpus)
     gone = tmp_path / "gone.jsonl"
     gone.write_text("{}\n")
-    files.append(files[0]._replace(path=gone, mtime_us=day_bounds(DAYS[0])[0]))
+    files.append(files[0]._replace(location=str(gone), mtime_us=day_bounds(DAYS[0])[0]))
     gone.unlink()
     outputs = {day: (tmp_path / f"e-{day}", tmp_path / f"q-{day}") for day in DAYS}
     stats = ingest_days(corpus, outputs, files=files)
@@ -233,3 +235,28 @@ def test_tasks_run_with_fewer_collections_and_the_callers_setting_comes_back(wor
     assert gc.get_threshold() == before
     in_caller = {pid for _, pid in results} == {os.getpid()}
     assert in_caller == (workers == 1)
+
+
+def test_workers_are_spawned_where_the_working_folder_holds_another_checkout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert parallel._context().get_start_method() == "forkserver"
+    (tmp_path / "trajectory_pipeline").mkdir()  # what a fork server would import instead of ours
+    monkeypatch.chdir(tmp_path)
+    assert parallel._context().get_start_method() == "spawn"
+
+
+def test_passes_split_a_range_by_what_they_read_not_by_days() -> None:
+    days = [END - dt.timedelta(days=n) for n in range(9, -1, -1)]
+    first = day_index(days[0])
+
+    def file(size: int, lo: int, hi: int) -> tuple[CandidateFile, int, int]:
+        return CandidateFile("claude_code", "claude_code", f"/f{size}-{lo}", 0, size), first + lo, first + hi
+
+    # The last two days hold as much as the eight before; a file no head bounds is read by all.
+    planned = [file(10, d, d) for d in range(8)] + [file(40, 8, 8), file(40, 9, 9), file(5, 0, 9)]
+    parts = _balanced_parts(days, planned, count=2, chunk_days=31)
+    assert [day for part in parts for day in part] == days
+    assert [len(part) for part in parts] == [8, 2]  # 85 and 85 bytes to read, not 55 and 115
+    assert all(len(part) <= 3 for part in _balanced_parts(days, planned, count=4, chunk_days=3))
+    assert len(_balanced_parts(days, [], count=2, chunk_days=31)) <= 2

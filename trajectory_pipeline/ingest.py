@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, cast
 
 from trajectory_pipeline import parallel
-from trajectory_pipeline.parquet_io import BatchWriter
+from trajectory_pipeline.parquet_io import BatchWriter, SharedBudget
 from trajectory_pipeline.parsers import PARSERS, detect_source
 from trajectory_pipeline.parsers.lines import MAX_LINE_BYTES, read_head
 from trajectory_pipeline.redact import Redactor
@@ -56,10 +56,16 @@ _PATH_DATE = re.compile(r"(\d{4})[-/](\d{2})[-/](\d{2})")
 # Event fields that can carry free text from the session, and so secrets.
 REDACTED_FIELDS = ("text", "tool_input", "cwd")
 
-# A range run holds this many days' writers open in one pass; memory grows with it, not the range.
-CHUNK_DAYS = 7
-# Rows a day's writer holds before writing them out: a pass holds CHUNK_DAYS of these at once.
+# The most days one pass holds writers open for. A file whose sessions may start in two passes'
+# days is parsed by both (a chat export, whose head bounds nothing, by every pass up to its last
+# write), so long passes parse less twice: a 40-day range in 7-day passes parsed 1.40 times its
+# bytes, in two 20-day passes 1.08 times. What the writers hold is bounded by the pass's budget.
+CHUNK_DAYS = 31
+# Rows a day's writer holds before writing them out, and what all the writers of a pass may hold
+# together (SharedBudget), however many days it has open.
 DAY_BATCH_ROWS = 4096
+PASS_BUFFER_ROWS = 7 * DAY_BATCH_ROWS
+PASS_BUFFER_BYTES = 64 * 1024 * 1024
 # Below this much to read, worker processes cost more to start than they save.
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024
 
@@ -112,11 +118,17 @@ class SourceUnreadableError(Exception):
 class CandidateFile(NamedTuple):
     source: str  # the format the file is read as (sniffed), or its root's when unrecognized
     placed_under: str  # the source whose root the file was found under
-    path: Path
+    # The file's path as a string: a range run holds one per file listed, and a Path object with
+    # its parsed parts takes three times the memory (a year of files, tens of megabytes).
+    location: str
     mtime_us: int
     size: int
     problem: str | None = None  # a reason to quarantine the whole file instead of reading it
     note: str = ""
+
+    @property
+    def path(self) -> Path:
+        return Path(self.location)
 
 
 def candidate_files(roots: Sequence[SourceRoot]) -> list[CandidateFile]:
@@ -163,7 +175,7 @@ def _unreadable(source: str, path: Path, err: OSError) -> CandidateFile:
         mtime_us = path.lstat().st_mtime_ns // 1000
     except OSError:
         mtime_us = 0
-    return CandidateFile(source, source, path, mtime_us, 0, UNREADABLE_FILE, f"{err.strerror}: {path}")
+    return CandidateFile(source, source, str(path), mtime_us, 0, UNREADABLE_FILE, f"{err.strerror}: {path}")
 
 
 def _sniffed(placed_under: str, path: Path, mtime_us: int, size: int) -> CandidateFile:
@@ -173,13 +185,13 @@ def _sniffed(placed_under: str, path: Path, mtime_us: int, size: int) -> Candida
     except OSError as err:
         return _unreadable(placed_under, path, err)
     if PARSERS[placed_under].sniff(path, head):
-        return CandidateFile(placed_under, placed_under, path, mtime_us, size)
+        return CandidateFile(placed_under, placed_under, str(path), mtime_us, size)
     detected = detect_source(path, head)
     if detected is None:
         note = f"no parser recognizes this file (placed under the {placed_under} root)"
-        return CandidateFile(placed_under, placed_under, path, mtime_us, size, UNRECOGNIZED_FORMAT, note)
+        return CandidateFile(placed_under, placed_under, str(path), mtime_us, size, UNRECOGNIZED_FORMAT, note)
     note = f"looks like {detected}, found under the {placed_under} root; parsed as {detected}"
-    return CandidateFile(detected, placed_under, path, mtime_us, size, None, note)
+    return CandidateFile(detected, placed_under, str(path), mtime_us, size, None, note)
 
 
 def path_date(path: Path) -> dt.date | None:
@@ -321,7 +333,7 @@ class _DayWriter:
 
 
 def _file_level_bad_line(file: CandidateFile, reason: str) -> BadLine:
-    return BadLine(file.source, str(file.path), 0, reason, excerpt(file.note), file.size, None, file.mtime_us)
+    return BadLine(file.source, file.location, 0, reason, excerpt(file.note), file.size, None, file.mtime_us)
 
 
 def _ingest_file(
@@ -331,7 +343,7 @@ def _ingest_file(
 
     `writers` holds the days (indexes) the file is read for; what belongs to other days is dropped.
     """
-    path_text = str(file.path)
+    path_text = file.location
     shown_path = texts.redact(path_text)[0]
 
     def shown(source_path: str) -> str:  # a line may name another file (a sub-agent's parent)
@@ -340,7 +352,7 @@ def _ingest_file(
     mtime_writer = writers.get(file.mtime_us // DAY_US)
     if file.placed_under != file.source:
         for day_writer in writers.values():
-            day_writer.stats.misassigned_files.append(f"{file.path}: {file.note}")
+            day_writer.stats.misassigned_files.append(f"{file.location}: {file.note}")
         if mtime_writer is not None:
             mtime_writer.add_bad_line(_file_level_bad_line(file, WRONG_SOURCE_FOLDER), shown_path)
     try:
@@ -355,7 +367,7 @@ def _ingest_file(
                 writer.add_bad_line(item, shown(item.source_path))
     except OSError as err:  # deleted or truncated by its agent while being read
         if mtime_writer is not None:
-            failed = file._replace(note=f"{err.strerror} while reading {file.path}")
+            failed = file._replace(note=f"{err.strerror} while reading {file.location}")
             mtime_writer.add_bad_line(_file_level_bad_line(failed, UNREADABLE_FILE), shown_path)
 
 
@@ -373,11 +385,14 @@ class _Chunk:
 
 def _ingest_chunk(chunk: _Chunk) -> list[IngestStats]:
     texts = _Texts(chunk.redactor)
+    budget = SharedBudget(PASS_BUFFER_ROWS, PASS_BUFFER_BYTES)
     with contextlib.ExitStack() as stack:
         writers: dict[int, _DayWriter] = {}
         for day, (events_path, quarantine_path) in zip(chunk.days, chunk.outputs, strict=True):
-            events = stack.enter_context(BatchWriter(events_path, EVENT_SCHEMA, batch_rows=DAY_BATCH_ROWS))
-            quarantine = stack.enter_context(BatchWriter(quarantine_path, QUARANTINE_SCHEMA))
+            events = stack.enter_context(
+                BatchWriter(events_path, EVENT_SCHEMA, batch_rows=DAY_BATCH_ROWS, budget=budget)
+            )
+            quarantine = stack.enter_context(BatchWriter(quarantine_path, QUARANTINE_SCHEMA, budget=budget))
             writers[day_index(day)] = _DayWriter(day, events, quarantine, texts)
         for file, lo, hi in chunk.files:
             targets = {d: writer for d, writer in writers.items() if lo <= d <= hi}
@@ -385,7 +400,7 @@ def _ingest_chunk(chunk: _Chunk) -> list[IngestStats]:
                 continue
             if file.problem is not None:  # lo == hi == its modification day
                 bad = _file_level_bad_line(file, file.problem)
-                targets[lo].add_bad_line(bad, texts.redact(str(file.path))[0])
+                targets[lo].add_bad_line(bad, texts.redact(file.location)[0])
                 continue
             _ingest_file(targets, file, texts, chunk.max_line_bytes)
     return [writer.stats for writer in writers.values()]
@@ -427,7 +442,7 @@ def ingest_days(
             try:
                 verdicts = _verdicts(file.source, file.path, file.mtime_us, indexes[0], indexes[-1])
             except OSError as err:  # gone (or locked) since the listing: quarantined on its listed day
-                file = file._replace(problem=UNREADABLE_FILE, note=f"{err.strerror}: {file.path}")
+                file = file._replace(problem=UNREADABLE_FILE, note=f"{err.strerror}: {file.location}")
         if file.problem is not None:
             verdicts = [(file.problem, indexes[0], indexes[-1])]
             planned.append((file, file.mtime_us // DAY_US, file.mtime_us // DAY_US))
@@ -451,7 +466,7 @@ def ingest_days(
     in_processes = workers > 1 and read_bytes >= parallel_min_bytes
     count = max(math.ceil(len(days) / chunk_days), min(workers, len(days)) if in_processes else 1)
     chunks = []
-    for part in _even_parts(days, count):
+    for part in _balanced_parts(days, planned, count, chunk_days):
         lo, hi = day_index(part[0]), day_index(part[-1])
         chunks.append(
             _Chunk(
@@ -468,14 +483,53 @@ def ingest_days(
     return stats
 
 
-def _even_parts(days: list[dt.date], count: int) -> list[list[dt.date]]:
-    size, extra = divmod(len(days), count)
-    parts, at = [], 0
-    for i in range(count):
-        step = size + (i < extra)
-        parts.append(days[at : at + step])
-        at += step
-    return parts
+def _balanced_parts(
+    days: list[dt.date], planned: Sequence[tuple[CandidateFile, int, int]], count: int, chunk_days: int
+) -> list[list[dt.date]]:
+    """At most `count` runs of consecutive days, each of at most `chunk_days`, whose files to read
+    weigh about the same: the passes run side by side, and the heaviest decides when all are done.
+
+    Days are not equal: a pass reads every file that may hold a session starting on one of its
+    days, so the earlier passes of a range also read the files that no head bounds (chat exports,
+    up to their last write), and busy days weigh more. A pass over positions p..q reads the files
+    with lo <= day q and hi >= day p: the bytes of files starting by q less those ended before p.
+    """
+    at = [day_index(day) for day in days]
+    by_lo = sorted((lo, file.size) for file, lo, _ in planned)
+    by_hi = sorted((hi, file.size) for file, _, hi in planned)
+    sizes_by_lo = list(itertools.accumulate(size for _, size in by_lo))
+    sizes_by_hi = list(itertools.accumulate(size for _, size in by_hi))
+
+    def weight_upto(q: int) -> int:  # bytes of files read from day q on, or before
+        k = bisect.bisect_right(by_lo, (at[q], math.inf))
+        return sizes_by_lo[k - 1] if k else 0
+
+    def weight_before(p: int) -> int:  # bytes of files whose last day to read is before day p
+        k = bisect.bisect_left(by_hi, (at[p], -1))
+        return sizes_by_hi[k - 1] if k else 0
+
+    upto = [weight_upto(q) for q in range(len(days))]
+    before = [weight_before(p) for p in range(len(days))]
+
+    def runs(limit: int) -> list[list[dt.date]]:
+        """Greedy runs of days each weighing at most `limit` (or one day, whatever it weighs)."""
+        parts, p = [], 0
+        while p < len(days):
+            q = p
+            while q + 1 < len(days) and q + 1 - p < chunk_days and upto[q + 1] - before[p] <= limit:
+                q += 1
+            parts.append(days[p : q + 1])
+            p = q + 1
+        return parts
+
+    low, high = 0, max(upto[-1], 1)  # the least heaviest-run weight that needs no more than `count` runs
+    while low < high:
+        mid = (low + high) // 2
+        if len(runs(mid)) <= count:
+            high = mid
+        else:
+            low = mid + 1
+    return runs(low)
 
 
 def _merge(into: IngestStats, found: IngestStats) -> None:

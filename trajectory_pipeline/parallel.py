@@ -24,6 +24,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -97,11 +98,23 @@ def warm_up(workers: int) -> None:
 
 
 def _context() -> multiprocessing.context.BaseContext:
-    if "forkserver" not in multiprocessing.get_all_start_methods():
+    if "forkserver" not in multiprocessing.get_all_start_methods() or not _fork_server_imports_ours():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(_PRELOAD)  # no effect once this process's fork server runs
     return context
+
+
+def _fork_server_imports_ours() -> bool:
+    """Whether the fork server's imports find this very package.
+
+    The fork server imports its preloads on a path of its own that starts with the working folder
+    (Python 3.11 does not pass it the caller's path), so a different checkout of the package there
+    would run in the workers. Then the workers are spawned: they import on the caller's path.
+    """
+    ours = Path(__file__).resolve().parent
+    there = Path.cwd() / ours.name
+    return not there.exists() or there.resolve() == ours
 
 
 @contextlib.contextmanager

@@ -168,6 +168,29 @@ class SpooledParquet:
     row_count: int
 
 
+class SharedBudget:
+    """The rows and bytes several BatchWriters may hold between them before writing any out.
+
+    Ingesting a range keeps a writer open per day; a file's events go to one day or two, but
+    files come in path order, so every day's writer fills at once. Each writer's own batch keeps
+    row groups large where a day's rows come together; the shared budget bounds what the whole
+    pass holds however many days it has open: over budget, the writer holding most rows writes.
+    """
+
+    def __init__(self, rows: int, size: int) -> None:
+        self.max_rows = rows
+        self.max_bytes = size
+        self.rows = 0
+        self.bytes = 0
+        self.writers: list[BatchWriter] = []
+
+    def over(self) -> bool:
+        return self.rows > self.max_rows or self.bytes > self.max_bytes
+
+    def flush_largest(self) -> None:
+        max(self.writers, key=BatchWriter.buffered_rows).flush()
+
+
 class BatchWriter:
     """Streams rows (tuples in schema order) into a private Parquet file, one batch at a time.
 
@@ -179,7 +202,12 @@ class BatchWriter:
     """
 
     def __init__(
-        self, path: Path, schema: pa.Schema, batch_rows: int = BATCH_ROWS, batch_bytes: int = BATCH_BYTES
+        self,
+        path: Path,
+        schema: pa.Schema,
+        batch_rows: int = BATCH_ROWS,
+        batch_bytes: int = BATCH_BYTES,
+        budget: SharedBudget | None = None,
     ) -> None:
         ensure_private_dir(path.parent)
         self.path = path
@@ -194,13 +222,25 @@ class BatchWriter:
         self._tmp = temporary_sibling(path)
         self._handle = os.fdopen(_open_private(self._tmp), "wb")
         self._writer = pq.ParquetWriter(self._handle, schema, compression=COMPRESSION)
+        self._budget = budget
+        if budget is not None:
+            budget.writers.append(self)
 
     def add(self, row: Sequence[object], size: int = 0) -> None:
         """Queue a row; `size` (its long texts' length, say) lets big rows flush the batch early."""
         self._rows.append(row)
         self._bytes += size
+        budget = self._budget
+        if budget is not None:
+            budget.rows += 1
+            budget.bytes += size
         if len(self._rows) >= self.batch_rows or self._bytes >= self.batch_bytes:
             self.flush()
+        elif budget is not None and budget.over():
+            budget.flush_largest()
+
+    def buffered_rows(self) -> int:
+        return len(self._rows)
 
     def extend(self, rows: Iterable[Sequence[object]]) -> None:
         for row in rows:
@@ -216,6 +256,9 @@ class BatchWriter:
         ]
         self._writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
         self.row_count += len(self._rows)
+        if self._budget is not None:
+            self._budget.rows -= len(self._rows)
+            self._budget.bytes -= self._bytes
         self._rows.clear()
         self._bytes = 0
 
@@ -224,6 +267,8 @@ class BatchWriter:
             return SpooledParquet(self.path, self.row_count)
         self._done = True
         self.flush()
+        if self._budget is not None:
+            self._budget.writers.remove(self)
         self._writer.close()
         self._handle.close()
         publish(self._tmp, self.path)
@@ -233,6 +278,10 @@ class BatchWriter:
         if self._done:
             return
         self._done = True
+        if self._budget is not None:
+            self._budget.rows -= len(self._rows)
+            self._budget.bytes -= self._bytes
+            self._budget.writers.remove(self)
         self._rows.clear()
         try:
             self._writer.close()
