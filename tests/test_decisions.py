@@ -622,13 +622,18 @@ def test_no_accepted_attempt_gives_an_empty_frame_with_the_schema() -> None:
 DAY = dt.date(2026, 11, 20)
 
 
-def test_arrow_tables_give_the_rows_of_the_frames(tmp_path: Path) -> None:
-    """The day stages cut Arrow tables (`decision_points_table`, `learnable_table`): the same rows."""
+def sample_day(tmp_path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A generated corpus day's events, ingested, and their mined attempts."""
     generate_corpus(tmp_path / "corpus", CorpusSpec(days=1, end_date=DAY, sessions_per_day=6, seed=7))
     roots = [SourceRoot(source, tmp_path / "corpus" / folder) for source, folder in SOURCE_FOLDERS.items()]
     ingest_day(roots, DAY, tmp_path / "events.parquet", tmp_path / "quarantine.parquet")
     events = pd.read_parquet(tmp_path / "events.parquet")
-    attempts = mine_trajectories(events)
+    return events, mine_trajectories(events)
+
+
+def test_arrow_tables_give_the_rows_of_the_frames(tmp_path: Path) -> None:
+    """The day stages cut Arrow tables (`decision_points_table`, `learnable_table`): the same rows."""
+    events, attempts = sample_day(tmp_path)
     for config in (DecisionConfig(), DecisionConfig(included_tiers=TIERS, include_sidechain=True)):
         frame = extract_decision_points(events, attempts, config)
         table = decision_points_table(
@@ -648,11 +653,7 @@ def test_arrow_tables_give_the_rows_of_the_frames(tmp_path: Path) -> None:
 
 
 def test_a_sample_corpus_day_gives_decisions_for_every_accepted_tool_call(tmp_path: Path) -> None:
-    generate_corpus(tmp_path / "corpus", CorpusSpec(days=1, end_date=DAY, sessions_per_day=6, seed=7))
-    roots = [SourceRoot(source, tmp_path / "corpus" / folder) for source, folder in SOURCE_FOLDERS.items()]
-    ingest_day(roots, DAY, tmp_path / "events.parquet", tmp_path / "quarantine.parquet")
-    events = pd.read_parquet(tmp_path / "events.parquet")
-    attempts = mine_trajectories(events)
+    events, attempts = sample_day(tmp_path)
     rows = extract_decision_points(events, attempts)
 
     ordered = order_session_events(events).set_index(["session_id", "ordinal"])
