@@ -13,6 +13,7 @@ from trajectory_pipeline.ingest import (
     SourceUnreadableError,
     candidate_files,
     ingest_day,
+    matching_files,
     path_date,
 )
 from trajectory_pipeline.schema import EXCERPT_CHARS, TEXT_CAP_CHARS, parse_ts
@@ -171,11 +172,15 @@ def test_a_misplaced_file_is_skipped_by_its_own_formats_rules(tmp_path: Path) ->
 
 def test_a_folder_that_cannot_be_listed_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # CI runs as root, where chmod 000 does not stop a listing, so the refusal is simulated.
-    def walk(top: object, onerror: object = None) -> object:
-        onerror(PermissionError(13, "Permission denied", str(tmp_path / "secret-project")))  # type: ignore[operator]
-        return iter(())
+    (tmp_path / "secret-project").mkdir()
+    real_scandir = os.scandir
 
-    monkeypatch.setattr("trajectory_pipeline.ingest.os.walk", walk)
+    def scandir(folder: str) -> object:
+        if folder.endswith("secret-project"):
+            raise PermissionError(13, "Permission denied", folder)
+        return real_scandir(folder)
+
+    monkeypatch.setattr("trajectory_pipeline.ingest.os.scandir", scandir)
     with pytest.raises(SourceUnreadableError, match=r"cannot list .*secret-project"):
         candidate_files([SourceRoot("claude_code", tmp_path)])
 
@@ -201,3 +206,27 @@ def test_user_names_in_paths_are_redacted(tmp_path: Path) -> None:
     path.parent.rename(root / "-home-dana-src-app")
     _, rows, _ = run(tmp_path, [SourceRoot("claude_code", root)])
     assert rows[0]["source_path"].endswith("/projects/-home-<user>-src-app/s.jsonl")
+
+
+def test_files_are_listed_in_path_order_without_following_linked_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Path order compares part by part: "a/z.jsonl" before "a-b/x.jsonl" and "a.jsonl", though
+    # as whole strings "-" and "." sort before "/".
+    for name in ("a/z.jsonl", "a-b/x.jsonl", "a.jsonl", "a/b/c.jsonl", "B/q.jsonl", "a/notes.txt"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("{}\n")
+    (tmp_path / "linked").symlink_to(tmp_path / "a", target_is_directory=True)
+    listed = matching_files(SourceRoot("claude_code", tmp_path))
+    assert listed == sorted(listed, key=Path) and "linked" not in "".join(listed)
+    assert [os.path.relpath(p, tmp_path) for p in listed] == [
+        "B/q.jsonl",
+        "a/b/c.jsonl",
+        "a/z.jsonl",
+        "a-b/x.jsonl",
+        "a.jsonl",
+    ]
+    monkeypatch.chdir(tmp_path)
+    assert matching_files(SourceRoot("claude_code", Path("."))) == [
+        os.path.relpath(p, tmp_path) for p in listed
+    ]

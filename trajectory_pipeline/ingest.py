@@ -58,9 +58,10 @@ REDACTED_FIELDS = ("text", "tool_input", "cwd")
 
 # The most days one pass holds writers open for. A file whose sessions may start in two passes'
 # days is parsed by both (a chat export, whose head bounds nothing, by every pass up to its last
-# write), so long passes parse less twice: a 40-day range in 7-day passes parsed 1.40 times its
-# bytes, in two 20-day passes 1.08 times. What the writers hold is bounded by the pass's budget.
-CHUNK_DAYS = 31
+# write): a 40-day range in 7-day passes parses 1.40 times its bytes, in two 20-day passes 1.08
+# times. But a pass's memory grows by about 3 MiB per open day (writers, statistics), and two
+# 20-day passes on two cores took the bench past 1 GiB for a few percent of speed.
+CHUNK_DAYS = 7
 # Rows a day's writer holds before writing them out, and what all the writers of a pass may hold
 # together (SharedBudget), however many days it has open.
 DAY_BATCH_ROWS = 4096
@@ -142,7 +143,7 @@ def candidate_files(roots: Sequence[SourceRoot]) -> list[CandidateFile]:
     for root in roots:
         for path in matching_files(root):
             try:
-                info = path.stat()
+                info = os.stat(path)
             except OSError as err:  # a dangling link, or a file deleted since the listing
                 found.append(_unreadable(root.source, path, err))
                 continue
@@ -153,45 +154,66 @@ def candidate_files(roots: Sequence[SourceRoot]) -> list[CandidateFile]:
     return found
 
 
-def matching_files(root: SourceRoot) -> list[Path]:
-    """Every file under the root whose name fits the source's globs, sorted; listing only, nothing
-    is opened (the file sensor stats these). A folder that cannot be listed is an error."""
+def matching_files(root: SourceRoot) -> list[str]:
+    """Every file under the root whose name fits the source's globs, in path order (as sorted Paths
+    compare, part by part); listing only, nothing is opened (the file sensor stats these). A folder
+    that cannot be listed is an error.
+
+    Paths as strings, walked folder by folder in name order: a year of transcripts is hundreds of
+    thousands of files, and a Path for each, held until sorted, took a hundred megabytes that the
+    process kept after the listing.
+    """
     names = [pattern.removeprefix("**/") for pattern in PARSERS[root.source].globs]
+    matches: list[str] = []
 
-    def refuse(err: OSError) -> None:
-        raise SourceUnreadableError(
-            f"{root.source}: cannot list {err.filename} ({err.strerror}). Give this user read access "
-            f"to everything under {root.root}, or move that folder out of it."
-        )
+    def walk(folder: str) -> None:
+        try:
+            with os.scandir(folder) as entries:
+                listed = sorted(entries, key=lambda entry: entry.name)
+        except OSError as err:
+            raise SourceUnreadableError(
+                f"{root.source}: cannot list {err.filename} ({err.strerror}). Give this user read "
+                f"access to everything under {root.root}, or move that folder out of it."
+            ) from None
+        for entry in listed:
+            path = entry.name if folder == "." else os.path.join(folder, entry.name)
+            try:
+                is_dir = entry.is_dir()
+            except OSError:  # as os.walk: what cannot be told a folder is a file
+                is_dir = False
+            if not is_dir:
+                if any(fnmatch(entry.name, name) for name in names):
+                    matches.append(path)
+            elif not entry.is_symlink():  # as os.walk: a linked folder is not followed
+                walk(path)
 
-    matches = []
-    for folder, _, files in os.walk(root.root, onerror=refuse):
-        matches += [Path(folder, name) for name in files if any(fnmatch(name, n) for n in names)]
-    return sorted(matches)
+    walk(str(Path(root.root)))
+    return matches
 
 
-def _unreadable(source: str, path: Path, err: OSError) -> CandidateFile:
+def _unreadable(source: str, path: str, err: OSError) -> CandidateFile:
     try:
-        mtime_us = path.lstat().st_mtime_ns // 1000
+        mtime_us = os.lstat(path).st_mtime_ns // 1000
     except OSError:
         mtime_us = 0
-    return CandidateFile(source, source, str(path), mtime_us, 0, UNREADABLE_FILE, f"{err.strerror}: {path}")
+    return CandidateFile(source, source, path, mtime_us, 0, UNREADABLE_FILE, f"{err.strerror}: {path}")
 
 
-def _sniffed(placed_under: str, path: Path, mtime_us: int, size: int) -> CandidateFile:
+def _sniffed(placed_under: str, location: str, mtime_us: int, size: int) -> CandidateFile:
     """Read the file's head once, to know which parser reads it (and to report a wrong folder)."""
+    path = Path(location)
     try:
         head = read_head(path)
     except OSError as err:
-        return _unreadable(placed_under, path, err)
+        return _unreadable(placed_under, location, err)
     if PARSERS[placed_under].sniff(path, head):
-        return CandidateFile(placed_under, placed_under, str(path), mtime_us, size)
+        return CandidateFile(placed_under, placed_under, location, mtime_us, size)
     detected = detect_source(path, head)
     if detected is None:
         note = f"no parser recognizes this file (placed under the {placed_under} root)"
-        return CandidateFile(placed_under, placed_under, str(path), mtime_us, size, UNRECOGNIZED_FORMAT, note)
+        return CandidateFile(placed_under, placed_under, location, mtime_us, size, UNRECOGNIZED_FORMAT, note)
     note = f"looks like {detected}, found under the {placed_under} root; parsed as {detected}"
-    return CandidateFile(detected, placed_under, str(path), mtime_us, size, None, note)
+    return CandidateFile(detected, placed_under, location, mtime_us, size, None, note)
 
 
 def path_date(path: Path) -> dt.date | None:
