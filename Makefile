@@ -46,15 +46,15 @@ lint: install  ## ruff (lint and format) and mypy
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-# Sized to finish within 20 minutes on 2 cores (the demo, when it has not run yet, adds about 4).
+# Sized to finish within 20 minutes on 2 cores on a fresh clone, the demo included (17 to 19 there).
 bench: install  ## ingestion, redaction, backfills, our trainer against mlx_lm.lora, replay eval strategies
 	$(BIN)/python bench/bench_ingest.py --days 40 --scale 4 --repeat 3
 	$(BIN)/python bench/bench_redact.py
-	$(BIN)/python bench/bench_backfill.py --process-days 2
+	$(BIN)/python bench/bench_backfill.py --process-days 2 --repeat 2
 	$(BIN)/python bench/bench_incremental.py
 	test -d data/artifacts/adapters || $(BIN)/trajectory-pipeline demo  # the model and data of the next two
 	$(BIN)/python bench/bench_training.py --iters 8 --repeat 3
-	$(BIN)/python bench/bench_eval.py
+	$(BIN)/python bench/bench_eval.py --cases 32
 
 clean:
 	rm -rf data .dagster_home
