@@ -46,7 +46,7 @@ lint: install  ## ruff (lint and format) and mypy
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-# Sized to finish within 20 minutes on 2 cores on a fresh clone, the demo included (17 to 19 there).
+# Sized to finish within 20 minutes on 2 cores on a fresh clone, install and demo included (18 there).
 bench: install  ## ingestion, redaction, backfills, our trainer against mlx_lm.lora, replay eval strategies
 	$(BIN)/python bench/bench_ingest.py --days 40 --scale 4 --repeat 3
 	$(BIN)/python bench/bench_redact.py
