@@ -71,6 +71,7 @@ from trajectory_pipeline.mining import (
     file_name,
     ordered_columns,
     ordered_table,
+    tuples_table,
 )
 from trajectory_pipeline.schema import canonical_json
 from trajectory_pipeline.vocabulary import CanonicalCall, missing_required
@@ -465,7 +466,7 @@ def extract_decision_points(
     columns = [_as_list(accepted[name]) for name in ATTEMPT_COLUMNS]
     records = [dict(zip(ATTEMPT_COLUMNS, values, strict=True)) for values in zip(*columns, strict=True)]
     rows = _decision_rows(EventLists(ordered), _EventView.from_frame(ordered), records, config)
-    return _points_table(rows).to_pandas() if rows else _empty()
+    return tuples_table(rows, DECISION_SCHEMA).to_pandas() if rows else _empty()
 
 
 def decision_points_table(
@@ -485,7 +486,7 @@ def decision_points_table(
     records.sort(key=lambda attempt: (attempt["session_id"], attempt["first_ordinal"]))
     ordered = ArrowEventLists(ordered_table(events, EVENT_READ_COLUMNS, set(accepted.values("session_id"))))
     rows = _decision_rows(ordered, _EventView.from_lists(ordered), records, config)
-    return _points_table(rows)
+    return tuples_table(rows, DECISION_SCHEMA)
 
 
 _SORT_KEY = operator.itemgetter(
@@ -627,16 +628,6 @@ def _attempt_rows(
             )
         )
     return rows
-
-
-def _points_table(rows: list[tuple[Any, ...]]) -> pa.Table:
-    """Rows of `_attempt_rows` as a table of DECISION_SCHEMA: transposed by `zip`, a list per column."""
-    if not rows:
-        return DECISION_SCHEMA.empty_table()
-    return pa.table(
-        dict(zip(DECISION_SCHEMA.names, map(list, zip(*rows, strict=True)), strict=True)),
-        schema=DECISION_SCHEMA,
-    )
 
 
 def learnable(decisions: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:

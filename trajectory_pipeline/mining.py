@@ -387,8 +387,16 @@ def rows_table(rows: Sequence[dict[str, Any]], schema: pa.Schema) -> pa.Table:
     names = schema.names
     if not rows or len(names) == 1:  # itemgetter of one key gives the value, not a 1-tuple
         return pa.table({name: [row[name] for row in rows] for name in names}, schema=schema)
-    columns = map(list, zip(*map(operator.itemgetter(*names), rows), strict=True))
-    return pa.table(dict(zip(names, columns, strict=True)), schema=schema)
+    return tuples_table(list(map(operator.itemgetter(*names), rows)), schema)
+
+
+def tuples_table(rows: Sequence[Sequence[Any]], schema: pa.Schema) -> pa.Table:
+    """Rows given as tuples in the schema's column order, as a table: transposed by `zip`, a list
+    per column."""
+    if not rows:
+        return schema.empty_table()
+    columns = map(list, zip(*rows, strict=True))
+    return pa.table(dict(zip(schema.names, columns, strict=True)), schema=schema)
 
 
 _REQUIRED = ("session_id", "source", "source_path", "seq", "role", "kind")

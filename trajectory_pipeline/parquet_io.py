@@ -190,6 +190,11 @@ class SharedBudget:
     def flush_largest(self) -> None:
         max(self.writers, key=BatchWriter.buffered_rows).flush()
 
+    def release(self, rows: int, size: int) -> None:
+        """What a writer no longer holds (written out, or dropped by an abort)."""
+        self.rows -= rows
+        self.bytes -= size
+
 
 class BatchWriter:
     """Streams rows (tuples in schema order) into a private Parquet file, one batch at a time.
@@ -257,8 +262,7 @@ class BatchWriter:
         self._writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
         self.row_count += len(self._rows)
         if self._budget is not None:
-            self._budget.rows -= len(self._rows)
-            self._budget.bytes -= self._bytes
+            self._budget.release(len(self._rows), self._bytes)
         self._rows.clear()
         self._bytes = 0
 
@@ -279,8 +283,7 @@ class BatchWriter:
             return
         self._done = True
         if self._budget is not None:
-            self._budget.rows -= len(self._rows)
-            self._budget.bytes -= self._bytes
+            self._budget.release(len(self._rows), self._bytes)
             self._budget.writers.remove(self)
         self._rows.clear()
         try:
