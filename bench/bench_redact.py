@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -131,18 +132,8 @@ def ours_without_prefilter(stack: contextlib.ExitStack) -> Tool:
 
     if redact._prefilter() is None:
         raise ImportError("hyperscan is not installed: the row above already runs every pass")
-    stack.enter_context(_patched(redact, "_prefilter", lambda: None))
+    stack.enter_context(mock.patch.object(redact, "_prefilter", lambda: None))
     return ours(stack)
-
-
-@contextlib.contextmanager
-def _patched(module: Any, name: str, value: Any) -> Any:
-    old = getattr(module, name)
-    setattr(module, name, value)
-    try:
-        yield
-    finally:
-        setattr(module, name, old)
 
 
 def detect_secrets_scan_line(stack: contextlib.ExitStack) -> Tool:
