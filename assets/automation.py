@@ -11,8 +11,8 @@
 All three start STOPPED. Turn them on in the UI (`make ui`, then Automation, and the toggle beside
 each; `make ui` also starts the daemon that evaluates them), or from a shell while it runs:
 
-    dagster schedule start daily_ingest_schedule -m trajectory_pipeline.definitions
-    dagster sensor start new_sessions_sensor -m trajectory_pipeline.definitions
+    dagster schedule start daily_ingest_schedule -m assets.definitions
+    dagster sensor start new_sessions_sensor -m assets.definitions
 
 Schedule times are wall-clock times in `TRAJECTORY_SCHEDULE_TIMEZONE` (an IANA name such as
 Europe/Berlin; default UTC), read when the definitions load. Partitions stay UTC days and
@@ -54,7 +54,7 @@ import dagster as dg
 
 from assets.partitions import WINDOW_WEEKS, daily_partitions, weekly_partitions
 from resources.session_sources import SessionSources
-from trajectory_pipeline.new_files import Watch, advance, day_spans, file_states
+from trajectory_pipeline.ingest.new_files import Watch, advance, day_spans, file_states
 
 DEFAULT_TIMEZONE = "UTC"
 DAILY_CRON = "30 0 * * *"

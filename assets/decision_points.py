@@ -3,7 +3,7 @@
 The target call is in the canonical tool vocabulary; the history is the chat the
 agent had just before it, oldest messages dropped first beyond a size budget.
 
-    dagster asset materialize -m trajectory_pipeline.definitions \
+    dagster asset materialize -m assets.definitions \
         --select decision_points --partition 2026-11-20
 """
 
@@ -20,7 +20,7 @@ from assets.metadata import counter_md, frame_md, single_or_dict
 from assets.partitions import daily_partitions
 from assets.workers import resolve_workers, workers_field
 from trajectory_pipeline.day_stages import DayEvents, DayPoints, cut_days
-from trajectory_pipeline.decisions import DecisionConfig
+from trajectory_pipeline.decisions.points import DecisionConfig
 from trajectory_pipeline.parquet_io import SpooledParquet, spool_dir
 
 

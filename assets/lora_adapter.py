@@ -7,7 +7,7 @@ records the adapter in the registry.
 Its Parquet output is a one-row manifest; the weights live under
 `<artifacts_dir>/<adapter_id>/adapter` (adapters.safetensors + adapter_config.json).
 
-    dagster asset materialize -m trajectory_pipeline.definitions --select lora_adapter --partition 2026-11-15
+    dagster asset materialize -m assets.definitions --select lora_adapter --partition 2026-11-15
 """
 
 import datetime as dt
@@ -24,16 +24,16 @@ from assets.metadata import as_table
 from assets.partitions import WINDOW_WEEKS, rendered_window, weekly_partitions
 from resources.adapter_registry import AdapterRegistryResource
 from resources.mlx_trainer import MLXTrainer
-from trajectory_pipeline.adapters import (
+from trajectory_pipeline.dataset.mlx_data import SplitTooSmallError
+from trajectory_pipeline.dataset.training_data import LeakageError, write_window
+from trajectory_pipeline.training.adapters import (
     ADAPTER_MANIFEST_SCHEMA,
     adapter_id,
     loss_chart,
     loss_table,
     model_card,
 )
-from trajectory_pipeline.mlx_data import SplitTooSmallError
-from trajectory_pipeline.registry import AdapterRecord
-from trajectory_pipeline.training_data import LeakageError, write_window
+from trajectory_pipeline.training.registry import AdapterRecord
 
 
 class LoraAdapterConfig(dg.Config):

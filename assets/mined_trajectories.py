@@ -3,7 +3,7 @@
 One row per attempt: a real user instruction and the agent's work until the next one.
 The audits run with the asset as Dagster asset checks; their thresholds are run config.
 
-    dagster asset materialize -m trajectory_pipeline.definitions \
+    dagster asset materialize -m assets.definitions \
         --select mined_trajectories --partition 2026-11-20
 """
 
@@ -21,7 +21,7 @@ from assets.metadata import counter_md, frame_md, single_or_dict
 from assets.partitions import daily_partitions
 from assets.workers import resolve_workers, workers_field
 from trajectory_pipeline.day_stages import DayEvents, mine_days
-from trajectory_pipeline.mining import MiningConfig
+from trajectory_pipeline.mining.attempts import MiningConfig
 from trajectory_pipeline.parquet_io import SpooledParquet, spool_dir
 
 KEPT_TIERS = ("gold", "silver")

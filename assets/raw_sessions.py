@@ -4,7 +4,7 @@ Its twin output, raw_sessions_quarantine, keeps each line that could not be
 read (source, path, line, reason, a redacted excerpt), so nothing is dropped
 silently. Both are written by the Parquet IO manager, one file per day.
 
-    dagster asset materialize -m trajectory_pipeline.definitions \
+    dagster asset materialize -m assets.definitions \
         --select raw_sessions,raw_sessions_quarantine --partition-range 2026-11-09...2026-11-22
 """
 
@@ -22,10 +22,10 @@ from assets.metadata import counter_md, frame_md
 from assets.partitions import daily_partitions
 from assets.workers import resolve_workers, workers_field
 from resources.session_sources import SessionSources
-from trajectory_pipeline.ingest import IngestStats, SourceUnreadableError, candidate_files, ingest_days
+from trajectory_pipeline.ingest.days import IngestStats, SourceUnreadableError, candidate_files, ingest_days
+from trajectory_pipeline.ingest.parsers.lines import MAX_LINE_BYTES
+from trajectory_pipeline.ingest.redact import Redactor
 from trajectory_pipeline.parquet_io import SpooledParquet, spool_dir
-from trajectory_pipeline.parsers.lines import MAX_LINE_BYTES
-from trajectory_pipeline.redact import Redactor
 
 PREVIEW_ROWS = 8
 PREVIEW_COLUMNS = ("source", "session_id", "ts", "role", "kind", "tool_name", "text")

@@ -3,10 +3,10 @@
 Whole sessions go to one split (a stable hash of session id and seed); rows are
 filtered, deduplicated and checked for leakage before anything trains on them.
 With `mlx_data_dir` set, the run also writes the mlx-lm data directory of its
-days (`trajectory_pipeline.training_data.write_window`, the function the trainer
+days (`trajectory_pipeline.dataset.training_data.write_window`, the function the trainer
 calls for its window).
 
-    dagster asset materialize -m trajectory_pipeline.definitions \
+    dagster asset materialize -m assets.definitions \
         --select rendered_splits --partition 2026-11-20
 """
 
@@ -22,16 +22,21 @@ from pydantic import Field
 from assets import OWNERS
 from assets.metadata import as_table, counter_md, single_or_dict
 from assets.partitions import daily_partitions
-from trajectory_pipeline.mlx_data import DatasetManifest, SplitTooSmallError
-from trajectory_pipeline.render import CONVENTIONS, FORMATS, RenderConfig
-from trajectory_pipeline.splits import (
+from trajectory_pipeline.dataset.mlx_data import DatasetManifest, SplitTooSmallError
+from trajectory_pipeline.dataset.render import CONVENTIONS, FORMATS, RenderConfig
+from trajectory_pipeline.dataset.splits import (
     SelectConfig,
     check_leakage,
     load_holdout,
     parse_tool_caps,
     select,
 )
-from trajectory_pipeline.training_data import RENDERED_SCHEMA, LeakageError, load_tokenizer, write_window
+from trajectory_pipeline.dataset.training_data import (
+    RENDERED_SCHEMA,
+    LeakageError,
+    load_tokenizer,
+    write_window,
+)
 
 
 class RenderedSplitsConfig(dg.Config):

@@ -7,7 +7,7 @@ beside the adapter (`<artifacts>/<adapter_id>/eval/report.md` and `pass_rate.png
 promotes the adapter in the registry or rejects it with the reason. Its Parquet output is one
 row per scored answer.
 
-    dagster asset materialize -m trajectory_pipeline.definitions --select replay_eval --partition 2026-11-22
+    dagster asset materialize -m assets.definitions --select replay_eval --partition 2026-11-22
 """
 
 import base64
@@ -23,10 +23,10 @@ from assets import OWNERS
 from assets.metadata import as_table, frame_md
 from assets.partitions import rendered_window, weekly_partitions
 from resources.adapter_registry import AdapterRegistryResource
-from trajectory_pipeline.eval_schema import EVAL_RESULT_SCHEMA, HOLDOUT
-from trajectory_pipeline.evaluation import Contender, EvalOutcome, record_decision, run_replay_eval
-from trajectory_pipeline.promotion import PROMOTED_STATUS, PromotionConfig
-from trajectory_pipeline.replay import ReplayConfig
+from trajectory_pipeline.evaluation.evaluate import Contender, EvalOutcome, record_decision, run_replay_eval
+from trajectory_pipeline.evaluation.promotion import PROMOTED_STATUS, PromotionConfig
+from trajectory_pipeline.evaluation.replay import ReplayConfig
+from trajectory_pipeline.evaluation.schema import EVAL_RESULT_SCHEMA, HOLDOUT
 
 _REPLAY, _PROMOTION = ReplayConfig(), PromotionConfig()
 

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from sections import write_section  # bench/sections.py, beside this script
 
-from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
+from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -63,9 +63,9 @@ def in_process(corpus: Path, days: list[str], scratch: Path, single: bool) -> fl
     import dagster as dg
 
     from assets.automation import daily_ingest_job
+    from assets.definitions import defs
     from resources.parquet_io_manager import ParquetIOManager
     from resources.session_sources import SessionSources
-    from trajectory_pipeline.definitions import defs
 
     home = fresh_home(scratch)
     os.environ["DAGSTER_HOME"] = str(home)  # dagster.yaml reads its storage folder from it
@@ -107,7 +107,7 @@ def as_processes(corpus: Path, days: list[str], scratch: Path, single: bool) -> 
         **{f"TRAJECTORY_{source.upper()}_ROOT": root for source, root in source_roots(corpus).items()},
     }
     base = [str(Path(sys.executable).parent / "dagster"), "asset", "materialize"]
-    base += ["-m", "trajectory_pipeline.definitions", "--select", "group:ingest"]
+    base += ["-m", "assets.definitions", "--select", "group:ingest"]
     commands = (
         [[*base, "--partition-range", f"{days[0]}...{days[-1]}"]]
         if single

@@ -22,7 +22,8 @@ from pathlib import Path
 import pandas as pd
 from sections import write_section  # bench/sections.py, beside this script
 
-from trajectory_pipeline.replay import (
+from trajectory_pipeline.dataset.training_data import dedupe_across_days
+from trajectory_pipeline.evaluation.replay import (
     STRATEGIES,
     ReplayConfig,
     generate_answers,
@@ -31,7 +32,6 @@ from trajectory_pipeline.replay import (
     score_cases,
     select_cases,
 )
-from trajectory_pipeline.training_data import dedupe_across_days
 
 ROOT = Path(__file__).resolve().parents[1]
 

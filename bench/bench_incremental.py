@@ -21,7 +21,7 @@ from pathlib import Path
 
 from sections import write_section  # bench/sections.py, beside this script
 
-from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
+from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
 
 END = dt.date(2026, 11, 22)
 
@@ -30,11 +30,11 @@ def chain(corpus: Path, days: list[dt.date], out: Path) -> float:
     """Seconds to list the sources once and run every given day through the daily core."""
     import pandas as pd
 
-    from trajectory_pipeline.decisions import extract_decision_points, learnable
-    from trajectory_pipeline.ingest import SourceRoot, candidate_files, ingest_day
-    from trajectory_pipeline.mining import mine_trajectories
-    from trajectory_pipeline.render import RenderConfig
-    from trajectory_pipeline.splits import select
+    from trajectory_pipeline.dataset.render import RenderConfig
+    from trajectory_pipeline.dataset.splits import select
+    from trajectory_pipeline.decisions.points import extract_decision_points, learnable
+    from trajectory_pipeline.ingest.days import SourceRoot, candidate_files, ingest_day
+    from trajectory_pipeline.mining.attempts import mine_trajectories
 
     roots = [SourceRoot(source, corpus / sub) for source, sub in SOURCE_FOLDERS.items()]
     started = time.perf_counter()

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from sections import write_section  # bench/sections.py, beside this script
 
-from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
+from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
 
 END = dt.date(2026, 11, 22)
 MIB = 1024 * 1024
@@ -54,9 +54,9 @@ def floor(corpus: Path) -> dict[str, float]:
 def pipeline(corpus: Path, days: int, workers: int, out: Path) -> dict[str, float]:
     """raw_sessions, mined_trajectories and decision_points over every day, as a backfill runs them."""
     from trajectory_pipeline.day_stages import DayEvents, cut_days, mine_days
-    from trajectory_pipeline.decisions import DecisionConfig
-    from trajectory_pipeline.ingest import SourceRoot, candidate_files, ingest_days
-    from trajectory_pipeline.mining import MiningConfig
+    from trajectory_pipeline.decisions.points import DecisionConfig
+    from trajectory_pipeline.ingest.days import SourceRoot, candidate_files, ingest_days
+    from trajectory_pipeline.mining.attempts import MiningConfig
 
     roots = [SourceRoot(source, corpus / sub) for source, sub in SOURCE_FOLDERS.items()]
     dates = [END - dt.timedelta(days=offset) for offset in range(days - 1, -1, -1)]

@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from sections import write_section  # noqa: E402  (bench/sections.py, beside this script)
 
-from trajectory_pipeline.redact import Redactor  # noqa: E402
+from trajectory_pipeline.ingest.redact import Redactor  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "real"
 SAMPLE_BYTES = 200_000
@@ -128,7 +128,7 @@ def ours(_: contextlib.ExitStack) -> Tool:
 
 def ours_without_prefilter(stack: contextlib.ExitStack) -> Tool:
     """Every pass on every text, as on a machine without hyperscan."""
-    from trajectory_pipeline import redact
+    from trajectory_pipeline.ingest import redact
 
     if redact._prefilter() is None:
         raise ImportError("hyperscan is not installed: the row above already runs every pass")
@@ -197,7 +197,7 @@ def trufflehog3(_: contextlib.ExitStack) -> Tool:
 
 
 TOOLS: list[tuple[str, Callable[[contextlib.ExitStack], Tool]]] = [
-    ("trajectory_pipeline.redact (ours)", ours),
+    ("trajectory_pipeline.ingest.redact (ours)", ours),
     ("ours without the hyperscan prefilter", ours_without_prefilter),
     ("detect-secrets regex plugins, re.sub", detect_secrets_regexes),
     ("detect-secrets scan_line (default plugins)", detect_secrets_scan_line),

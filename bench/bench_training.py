@@ -38,7 +38,7 @@ from typing import Any
 
 from sections import write_section  # bench/sections.py, beside this script
 
-from trajectory_pipeline.training import TrainConfig
+from trajectory_pipeline.training.trainer import TrainConfig
 
 # Registers `--report-to bench`: each report dict mlx-lm's loop hands to its callback, one JSON line each.
 TAP = """
@@ -79,7 +79,7 @@ def throughput(reports: list[dict[str, Any]]) -> tuple[int, float]:
 
 def ours(model: str, data: str, adapter_dir: str, settings: dict[str, Any]) -> dict[str, Any]:
     """One run of train_adapter (called in a child process by `measure_ours`)."""
-    from trajectory_pipeline.training import train_adapter
+    from trajectory_pipeline.training.trainer import train_adapter
 
     result = train_adapter(Path(model), Path(data), Path(adapter_dir), TrainConfig(**settings))
     reports = [row for row in result.losses if row["kind"] == "train"]
@@ -190,7 +190,7 @@ def machine() -> str:
 def main() -> int:
     # Imported here, not at the top: the child processes of `measure_ours` import this module too,
     # and should load no more than the trainer (as the by-hand side loads only mlx-lm).
-    from trajectory_pipeline.demo import DEMO_TRAINING
+    from assets.demo import DEMO_TRAINING
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, default=Path("data/tiny-model"))

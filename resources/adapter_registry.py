@@ -6,7 +6,7 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
-from trajectory_pipeline.registry import AdapterRegistry, sqlite_url
+from trajectory_pipeline.training.registry import AdapterRegistry, sqlite_url
 
 
 def default_url() -> str:

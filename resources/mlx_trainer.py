@@ -13,7 +13,7 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from trajectory_pipeline.training import (
+from trajectory_pipeline.training.trainer import (
     ModelDirectoryError,
     TrainConfig,
     TrainResult,

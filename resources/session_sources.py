@@ -28,7 +28,7 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from trajectory_pipeline.ingest import SourceRoot
+from trajectory_pipeline.ingest.days import SourceRoot
 
 ENV_PREFIX = "TRAJECTORY_"
 DEFAULT_ROOTS: dict[str, str] = {

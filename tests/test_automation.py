@@ -26,6 +26,7 @@ from assets.automation import (
     weekly_retrain_schedule,
 )
 from assets.decision_points import decision_points
+from assets.definitions import defs
 from assets.mined_trajectories import mined_trajectories
 from assets.partitions import WINDOW_WEEKS
 from assets.raw_sessions import raw_sessions
@@ -33,9 +34,8 @@ from assets.rendered_splits import rendered_splits
 from resources.parquet_io_manager import ParquetIOManager
 from resources.session_sources import DEFAULT_ROOTS, SessionSources
 from tests.conftest import REPO_ROOT
-from trajectory_pipeline.definitions import defs
-from trajectory_pipeline.ingest import SourceRoot
-from trajectory_pipeline.new_files import FileState, Watch, advance, day_spans, days_held, file_states
+from trajectory_pipeline.ingest.days import SourceRoot
+from trajectory_pipeline.ingest.new_files import FileState, Watch, advance, day_spans, days_held, file_states
 
 ROOTS_OFF = {f"{source}_root": "" for source in DEFAULT_ROOTS}
 D = dt.date.fromisoformat

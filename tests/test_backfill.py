@@ -16,13 +16,13 @@ import dagster as dg
 import pytest
 
 from assets.automation import RANGE_END, RANGE_START, daily_ingest_job
+from assets.definitions import defs
 from assets.lora_adapter import lora_adapter
 from assets.partitions import WINDOW_WEEKS, daily_partitions, weekly_partitions
 from assets.replay_eval import replay_eval
 from resources.parquet_io_manager import ParquetIOManager
 from resources.session_sources import DEFAULT_ROOTS, SessionSources
-from trajectory_pipeline.definitions import defs
-from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
+from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
 
 INGEST = (
     "raw_sessions",

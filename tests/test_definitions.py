@@ -7,8 +7,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from assets.definitions import defs
 from tests.conftest import REPO_ROOT
-from trajectory_pipeline.definitions import defs
 
 # Entry points that assemble or run the graph; every other core module must not import dagster.
 DAGSTER_ENTRY_POINTS = {"definitions", "demo"}
@@ -27,7 +27,7 @@ def test_definitions_load() -> None:
 
 def test_workspace_points_at_the_definitions() -> None:
     text = (REPO_ROOT / "workspace.yaml").read_text()
-    assert "module_name: trajectory_pipeline.definitions" in text
+    assert "module_name: assets.definitions" in text
 
 
 def test_core_modules_do_not_import_dagster() -> None:

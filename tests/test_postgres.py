@@ -37,8 +37,8 @@ from resources.parquet_io_manager import ParquetIOManager
 from resources.session_sources import DEFAULT_ROOTS, SessionSources
 from tests.conftest import REPO_ROOT
 from tests.postgres_server import PostgresServer, PostgresUnavailable, install_from_debian, running_postgres
-from trajectory_pipeline.registry import SCHEMA_VERSION, AdapterRecord, AdapterRow
-from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
+from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
+from trajectory_pipeline.training.registry import SCHEMA_VERSION, AdapterRecord, AdapterRow
 
 DEPLOY_CONFIG = REPO_ROOT / "deploy" / "dagster.postgres.yaml"
 DAY = "2026-11-22"

@@ -15,8 +15,13 @@ import pytest
 
 from trajectory_pipeline import parallel
 from trajectory_pipeline.day_stages import DayEvents, cut_days, mine_days
-from trajectory_pipeline.decisions import DECISION_SCHEMA, DecisionConfig, extract_decision_points, learnable
-from trajectory_pipeline.ingest import (
+from trajectory_pipeline.decisions.points import (
+    DECISION_SCHEMA,
+    DecisionConfig,
+    extract_decision_points,
+    learnable,
+)
+from trajectory_pipeline.ingest.days import (
     DAY_US,
     CandidateFile,
     SourceRoot,
@@ -28,9 +33,9 @@ from trajectory_pipeline.ingest import (
     ingest_day,
     ingest_days,
 )
-from trajectory_pipeline.mining import TRAJECTORY_SCHEMA, MiningConfig, mine_trajectories
-from trajectory_pipeline.redact import Redactor
-from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
+from trajectory_pipeline.ingest.redact import Redactor
+from trajectory_pipeline.mining.attempts import TRAJECTORY_SCHEMA, MiningConfig, mine_trajectories
+from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
 
 END = dt.date(2026, 11, 22)
 DAYS = [END - dt.timedelta(days=offset) for offset in range(5, -1, -1)]
@@ -125,7 +130,7 @@ def test_verdict_spans(
     earliest_day: int | None,
     expected: dict[int, str | None],
 ) -> None:
-    from trajectory_pipeline import ingest
+    from trajectory_pipeline.ingest import days as ingest
 
     spec = ingest.PARSERS["claude_code"]
     fake = spec.__class__(

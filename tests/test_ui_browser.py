@@ -31,7 +31,7 @@ from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 
 from tests.conftest import REPO_ROOT, DemoRun
-from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS
+from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS
 from trajectory_pipeline.schema import SOURCES
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 
 from assets.automation import weekly_retrain_job
+from assets.definitions import defs
 from resources.adapter_registry import AdapterRegistryResource
 from resources.session_sources import DEFAULT_ROOTS, SessionSources
 from tests.assets.sample_window import WEEK, ingest_sample_window, weekly_resources
-from trajectory_pipeline.definitions import defs
 
 EVAL = {"holdout_cases": 4, "seen_exact_cases": 2, "seen_variant_cases": 2, "max_tokens": 16, "min_cases": 1}
 

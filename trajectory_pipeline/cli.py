@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from trajectory_pipeline import sample_corpus, tiny_base, tiny_model
+from trajectory_pipeline.sample import corpus as sample_corpus
+from trajectory_pipeline.sample import tiny_base, tiny_model
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         return tiny_model.run(args)
     if args.command == "learn-base":
         return tiny_base.run(args)
-    from trajectory_pipeline.demo import run_demo  # imports dagster: only when asked for
+    from assets.demo import run_demo  # imports dagster: only when asked for
 
     return run_demo(args.corpus, args.data_dir)
 

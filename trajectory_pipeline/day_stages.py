@@ -28,15 +28,15 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from trajectory_pipeline.decisions import (
+from trajectory_pipeline.decisions.points import (
     DECISION_SCHEMA,
     EVENT_READ_COLUMNS,
     DecisionConfig,
     decision_points_table,
     learnable_table,
 )
-from trajectory_pipeline.events import ORDER_COLUMNS
-from trajectory_pipeline.mining import READ_COLUMNS, TRAJECTORY_SCHEMA, MiningConfig, mine_table
+from trajectory_pipeline.events import ORDER_COLUMNS, READ_COLUMNS
+from trajectory_pipeline.mining.attempts import TRAJECTORY_SCHEMA, MiningConfig, mine_table
 from trajectory_pipeline.parallel import imap_in_processes
 from trajectory_pipeline.parquet_io import write_table_atomic
 

@@ -35,7 +35,7 @@ WORKERS_ENV = "TRAJECTORY_WORKERS"
 # default is 700); see `sparing_gc`.
 TASK_GC_THRESHOLD = 100_000
 # What the fork server imports once, for every worker it forks: the modules of the tasks.
-_PRELOAD = ["trajectory_pipeline.ingest", "trajectory_pipeline.day_stages"]
+_PRELOAD = ["trajectory_pipeline.ingest.days", "trajectory_pipeline.day_stages"]
 
 
 def default_workers() -> int:

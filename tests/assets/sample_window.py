@@ -19,8 +19,8 @@ from resources.adapter_registry import AdapterRegistryResource
 from resources.mlx_trainer import MLXTrainer
 from resources.parquet_io_manager import ParquetIOManager
 from resources.session_sources import DEFAULT_ROOTS, SessionSources
-from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
-from trajectory_pipeline.tiny_model import TinyModelSpec, build_tiny_model
+from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
+from trajectory_pipeline.sample.tiny_model import TinyModelSpec, build_tiny_model
 
 WEEK = "2026-11-22"  # the week starting Sunday 2026-11-22; its window holds both sample days
 RANGE = {

@@ -17,8 +17,8 @@ from assets.raw_sessions import raw_sessions
 from assets.rendered_splits import rendered_splits
 from resources.parquet_io_manager import ParquetIOManager
 from resources.session_sources import DEFAULT_ROOTS, SessionSources
-from trajectory_pipeline.mining import mine_trajectories
-from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
+from trajectory_pipeline.mining.attempts import mine_trajectories
+from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
 
 SPEC = CorpusSpec(days=2, end_date=dt.date(2026, 11, 22), sessions_per_day=4, seed=7)
 DAY = "2026-11-22"
@@ -181,7 +181,7 @@ def test_a_bad_decision_config_is_a_clear_failure(warehouse: Path) -> None:
 
 
 def test_rendered_splits_can_write_the_mlx_data_directory(warehouse: Path, tmp_path: Path) -> None:
-    from trajectory_pipeline.mlx_data import read_manifest
+    from trajectory_pipeline.dataset.mlx_data import read_manifest
 
     data_dir = tmp_path / "mlx"
     settings = {

@@ -13,7 +13,7 @@ import pytest
 from assets.raw_sessions import raw_sessions
 from resources.parquet_io_manager import ParquetIOManager
 from resources.session_sources import DEFAULT_ROOTS, SessionSources
-from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS, CorpusSpec, CorpusSummary, generate_corpus
+from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, CorpusSummary, generate_corpus
 
 SPEC = CorpusSpec(days=3, end_date=dt.date(2026, 11, 22), sessions_per_day=2, seed=11)
 DAY = "2026-11-21"

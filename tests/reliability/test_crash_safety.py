@@ -22,7 +22,7 @@ import pytest
 
 from tests.reliability.test_guarantees import materialize_daily, warehouse_hashes
 from trajectory_pipeline.parquet_io import write_table_atomic
-from trajectory_pipeline.sample_corpus import CorpusSpec, generate_corpus
+from trajectory_pipeline.sample.corpus import CorpusSpec, generate_corpus
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = CorpusSpec(days=2, end_date=dt.date(2026, 11, 22), sessions_per_day=3, seed=13)

@@ -39,11 +39,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import REAL_CORPUS
-from trajectory_pipeline.ingest import UNRECOGNIZED_FORMAT, SourceRoot, candidate_files, ingest_day
-from trajectory_pipeline.parsers import PARSERS
-from trajectory_pipeline.parsers.lines import MAX_LINE_BYTES
-from trajectory_pipeline.redact import Redactor
-from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
+from trajectory_pipeline.ingest.days import UNRECOGNIZED_FORMAT, SourceRoot, candidate_files, ingest_day
+from trajectory_pipeline.ingest.parsers import PARSERS
+from trajectory_pipeline.ingest.parsers.lines import MAX_LINE_BYTES
+from trajectory_pipeline.ingest.redact import Redactor
+from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
 from trajectory_pipeline.schema import (
     INVALID_UTF8,
     MALFORMED_JSON,

@@ -32,8 +32,8 @@ from assets.rendered_splits import rendered_splits
 from resources.parquet_io_manager import ParquetIOManager
 from resources.session_sources import DEFAULT_ROOTS, SessionSources
 from tests.assets.sample_window import RANGE, WEEK, ingest_sample_window, weekly_resources
-from trajectory_pipeline.sample_corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
-from trajectory_pipeline.training_data import LeakageError, dedupe_across_days, write_window
+from trajectory_pipeline.dataset.training_data import LeakageError, dedupe_across_days, write_window
+from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = CorpusSpec(days=2, end_date=dt.date(2026, 11, 22), sessions_per_day=3, seed=7)

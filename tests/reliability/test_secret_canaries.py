@@ -5,7 +5,7 @@ A small sample corpus is generated in all four formats, then rewritten line by l
 into user text, tool inputs (a command line, a written file), tool results (command output, a file
 shown by a read) and assistant text. The corpus goes through raw_sessions ... rendered_splits,
 lora_adapter and replay_eval on the tiny model, and every output is scanned for each exact canary,
-its identifying parts and patterns written here, independent of `trajectory_pipeline.redact`.
+its identifying parts and patterns written here, independent of `trajectory_pipeline.ingest.redact`.
 
     .venv/bin/pytest tests/reliability/test_secret_canaries.py -m slow
 """

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from resources.adapter_registry import AdapterRegistryResource
-from trajectory_pipeline.registry import AdapterRecord
+from trajectory_pipeline.training.registry import AdapterRecord
 
 
 def test_default_is_a_sqlite_file_in_the_dagster_home(

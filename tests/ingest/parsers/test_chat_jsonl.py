@@ -1,0 +1,209 @@
+"""Why this exists: chat-format JSONL (one OpenAI-style conversation per line) has no real
+samples in the corpus, so these synthetic tables pin what the parser promises: tool calls
+with string or object arguments linked to their results, ids that dedupe copies and stay
+stable, the session-start fallbacks, a broken line costing only itself, and a sniffer
+that does not mistake SWE-agent trajectories, Claude Code or Codex files for chat.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from trajectory_pipeline.ingest.parsers import chat_jsonl
+from trajectory_pipeline.ingest.parsers.lines import read_head
+from trajectory_pipeline.schema import (
+    MALFORMED_JSON,
+    UNKNOWN_RECORD_TYPE,
+    WRONG_FIELD_TYPE,
+    BadLine,
+    Event,
+    canonical_json,
+    parse_ts,
+)
+
+TS = "2025-06-01T12:00:00Z"
+
+
+def conversation(arguments: Any = '{"path": "src/app.py"}', **extra: Any) -> dict[str, Any]:
+    return {
+        "messages": [
+            {"role": "system", "content": "You are a coding agent."},
+            {"role": "user", "content": "Fix the failing test."},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": arguments},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": "def main(): ..."},
+            {"role": "assistant", "content": [{"type": "text", "text": "Found it."}]},
+        ],
+        **extra,
+    }
+
+
+def write(tmp_path: Path, records: list[dict[str, Any] | str], name: str = "chats.jsonl") -> Path:
+    path = tmp_path / name
+    path.write_text("".join((r if isinstance(r, str) else orjson.dumps(r).decode()) + "\n" for r in records))
+    return path
+
+
+def parse(path: Path) -> tuple[list[Event], list[BadLine]]:
+    items = list(chat_jsonl.parse(path))
+    return [i for i in items if isinstance(i, Event)], [i for i in items if isinstance(i, BadLine)]
+
+
+def test_a_conversation(tmp_path: Path) -> None:
+    events, bad = parse(write(tmp_path, [conversation(id="conv-7", timestamp=TS, model="gpt-4o")]))
+    assert bad == []
+    assert [(e.seq, e.kind, e.role) for e in events] == [
+        (0, "meta", "system"),
+        (1, "message", "user"),
+        (2, "tool_call", "assistant"),
+        (3, "tool_result", "tool"),
+        (4, "message", "assistant"),
+    ]
+    call, result = events[2], events[3]
+    assert (call.tool_name, call.tool_call_id, call.tool_input) == (
+        "read_file",
+        "call_1",
+        '{"path":"src/app.py"}',
+    )
+    assert (result.tool_name, result.tool_call_id, result.text) == ("read_file", "call_1", "def main(): ...")
+    assert events[4].text == "Found it."
+    assert {(e.session_id, e.session_start, e.ts, e.line_no, e.model) for e in events} == {
+        ("conv-7", parse_ts(TS), parse_ts(TS), 1, "gpt-4o")
+    }
+
+
+@pytest.mark.parametrize(
+    ("arguments", "tool_input"),
+    [
+        ('{"path": "src/app.py"}', '{"path":"src/app.py"}'),
+        ({"path": "src/app.py"}, '{"path":"src/app.py"}'),
+        ("src/app.py", '{"raw":"src/app.py"}'),
+        ("", "{}"),
+        (None, "{}"),
+    ],
+)
+def test_arguments_as_string_or_object(tmp_path: Path, arguments: Any, tool_input: str) -> None:
+    events, _ = parse(write(tmp_path, [conversation(arguments)]))
+    assert next(e for e in events if e.kind == "tool_call").tool_input == tool_input
+
+
+def test_content_parts_and_legacy_function_calls(tmp_path: Path) -> None:
+    record = {
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "what is this?"}, {"type": "image_url"}]},
+            {"role": "assistant", "content": None, "function_call": {"name": "lookup", "arguments": "{}"}},
+            {"role": "function", "name": "lookup", "content": "a cat"},
+            {"role": "assistant", "reasoning_content": "It is a cat.", "content": "A cat."},
+        ],
+        "tools": [{"type": "function", "function": {"name": "lookup"}}],
+    }
+    events, _ = parse(write(tmp_path, [record]))
+    assert [(e.kind, e.text, e.tool_name) for e in events] == [
+        ("meta", canonical_json({"tools": record["tools"]}), None),
+        ("message", "what is this?\n[image]", None),
+        ("tool_call", None, "lookup"),
+        ("tool_result", "a cat", "lookup"),
+        ("reasoning", "It is a cat.", None),
+        ("message", "A cat.", None),
+    ]
+
+
+def test_session_ids(tmp_path: Path) -> None:
+    record = conversation()
+    first = write(tmp_path, [record, conversation(id=42), conversation(session_id="s-9")], "a.jsonl")
+    copy = write(tmp_path, [record], "b.jsonl")
+    ids = [list(dict.fromkeys(e.session_id for e in parse(path)[0])) for path in (first, copy, first)]
+    digest = hashlib.sha256(canonical_json(record).encode()).hexdigest()[:16]
+    assert ids[0] == [digest, "42", "s-9"]
+    assert ids[1] == [digest], "a copy of a conversation gets the same id"
+    assert ids[2] == ids[0], "stable across runs"
+
+
+@pytest.mark.parametrize(
+    ("extra", "name", "start"),
+    [
+        ({"timestamp": TS}, "chats.jsonl", parse_ts(TS)),
+        ({"created_at": 1748779200}, "chats.jsonl", parse_ts(TS)),
+        ({"metadata": {"timestamp": TS}}, "export_2024-01-31.jsonl", parse_ts(TS)),
+        ({}, "export_2024-01-31.jsonl", parse_ts("2024-01-31T00:00:00+00:00")),
+        ({"timestamp": "not a time"}, "chats.jsonl", 1_700_000_000_000_000),
+    ],
+)
+def test_session_start(tmp_path: Path, extra: dict[str, Any], name: str, start: int) -> None:
+    path = write(tmp_path, [conversation(**extra)], name)
+    os.utime(path, (1_700_000_000, 1_700_000_000))
+    events, _ = parse(path)
+    assert {e.session_start for e in events} == {start}
+
+
+def test_malformed_line_in_the_middle(tmp_path: Path) -> None:
+    path = write(tmp_path, [conversation(id="a"), '{"messages": [', conversation(id="b"), "{oops"])
+    os.utime(path, (1_700_000_000, 1_700_000_000))
+    events, bad = parse(path)
+    assert [(e.session_id, e.line_no) for e in events if e.seq in (0, 4, 5, 9)] == [
+        ("a", 1),
+        ("a", 1),
+        ("b", 3),
+        ("b", 3),
+    ]
+    assert [e.seq for e in events] == list(range(10))
+    assert [(b.line_no, b.reason, b.session_id) for b in bad] == [
+        (2, MALFORMED_JSON, "b"),
+        (4, MALFORMED_JSON, None),
+    ]
+    assert bad[1].session_start == 1_700_000_000_000_000
+
+
+@pytest.mark.parametrize(
+    ("record", "reason"),
+    [
+        ({"id": "x", "messages": "hello"}, WRONG_FIELD_TYPE),
+        ({"id": "x", "messages": [{"role": "user", "content": 5}]}, WRONG_FIELD_TYPE),
+        ({"id": "x", "messages": ["hello"]}, WRONG_FIELD_TYPE),
+        (
+            {"id": "x", "messages": [{"role": "assistant", "tool_calls": [{"id": "c", "function": {}}]}]},
+            WRONG_FIELD_TYPE,
+        ),
+        ({"id": "x", "messages": [{"role": "narrator", "content": "Once"}]}, UNKNOWN_RECORD_TYPE),
+        ({"id": "x", "prompt": "hi", "completion": "hello"}, UNKNOWN_RECORD_TYPE),
+    ],
+)
+def test_broken_conversations_are_quarantined_whole(
+    tmp_path: Path, record: dict[str, Any], reason: str
+) -> None:
+    broken = {**record}
+    if isinstance(broken.get("messages"), list):
+        broken["messages"] = [{"role": "user", "content": "fine"}, *broken["messages"]]
+    events, bad = parse(write(tmp_path, [conversation(id="a"), broken, conversation(id="c")]))
+    assert [(b.line_no, b.reason, b.session_id) for b in bad] == [(2, reason, "x")]
+    assert {e.line_no for e in events} == {1, 3}, "no event of the broken line gets out"
+
+
+def test_sniff(tmp_path: Path, real_corpus: Path) -> None:
+    chat = write(tmp_path, [conversation(), conversation()])
+    assert chat_jsonl.sniff(chat, read_head(chat))
+    long = write(tmp_path, [conversation(arguments="x" * 100_000)], "long.jsonl")
+    head = read_head(long)
+    assert len(head) < long.stat().st_size and chat_jsonl.sniff(long, head)
+    for folder in ("swe-agent", "gemini-cli", "codex", "claude-code"):
+        for path in (real_corpus / folder).rglob("*.*"):
+            assert not chat_jsonl.sniff(path, read_head(path)), path
+
+
+def test_earliest_start_is_unknown(tmp_path: Path) -> None:
+    assert chat_jsonl.earliest_start(write(tmp_path, [conversation(timestamp=TS)])) is None

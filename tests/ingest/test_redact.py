@@ -1,0 +1,522 @@
+"""Tests for secret and personal-data redaction at ingestion (trajectory_pipeline.ingest.redact).
+
+Why they exist: redaction is the one step that must never leak (a live key in training
+data or the UI) and never mangle (false positives destroy training data about code).
+So every kind is shown a realistic planted example, every near-miss from real code must
+come back unchanged, redacted canonical JSON must still parse, redaction must be
+idempotent, and the real transcript corpus (../shared/corpus/real) is scanned end to
+end with the counts its SOURCES.md leads us to expect: no token-pattern secrets, but
+e-mail addresses and login names (in home-directory paths and `ls -l` listings).
+
+Fake tokens are built by concatenation at test time so that this file does not trip
+secret scanners itself.
+
+    .venv/bin/pytest tests/ingest/test_redact.py
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trajectory_pipeline.ingest.redact import KINDS, Redactor, placeholder
+from trajectory_pipeline.schema import canonical_json
+
+
+def fake(n: int, alphabet: str = "aB3xY7kQ9") -> str:
+    """A deterministic token body of length n, mixed case and digits like a real one."""
+    return (alphabet * (n // len(alphabet) + 1))[:n]
+
+
+AZURE_KEY = fake(86, "Zx81kq7tAbC+dEf/") + "=="
+PEM_BODY = "MIIEow" + fake(64, "AbCdEf0123+/") + "\n" + fake(40, "QwErTy987/") + "=="
+# (kind, text, the part that must disappear)
+PLANTED: list[tuple[str, str, str]] = [
+    ("aws_access_key", "export AWS_ACCESS_KEY_ID=" + "AKIA" + "Q" * 16, "AKIA" + "Q" * 16),
+    ("aws_access_key", "creds: " + "ASIA" + "Z7Q2" * 4 + " (session)", "ASIA" + "Z7Q2" * 4),
+    (
+        "aws_secret_key",
+        "aws_secret_access_key = " + fake(40, "wJalrXUtnFEMI" + "/K7MDENG+bPxRfiCY"),
+        fake(40, "wJalrXUtnFEMI" + "/K7MDENG+bPxRfiCY"),
+    ),
+    ("github_token", "git clone https://" + "gh" + "p_" + fake(36) + "@github.com/o/r", "p_" + fake(36)),
+    ("github_token", "GH_TOKEN=" + "gh" + "s_" + fake(36), "s_" + fake(36)),
+    ("github_token", "token " + "github" + "_pat_" + fake(22) + "_" + fake(59), "_pat_" + fake(22)),
+    ("gitlab_token", "curl -H 'PRIVATE-TOKEN: " + "gl" + "pat-" + fake(20) + "'", "pat-" + fake(20)),
+    ("anthropic_key", "ANTHROPIC_API_KEY=" + "sk-" + "ant-api03-" + fake(93) + "AA", "ant-api03-" + fake(93)),
+    ("openai_key", "client = OpenAI(api_key='" + "sk-" + "proj-" + fake(74) + "')", "proj-" + fake(74)),
+    ("openai_key", "legacy " + "sk-" + fake(20) + "T3Blbk" + "FJ" + fake(20), fake(20) + "T3Blbk"),
+    ("slack_token", "SLACK_BOT=" + "xo" + "xb-" + "1234567890-1234567890123-" + fake(24), "xb-1234567890"),
+    (
+        "slack_webhook",
+        "POST " + "https://hooks.slack.com/services/" + "T0" + fake(8) + "/B0" + fake(8) + "/" + fake(24),
+        fake(24),
+    ),
+    ("google_api_key", "maps.js?key=" + "AI" + "za" + fake(35, "SyD-_3kq"), "za" + fake(35, "SyD-_3kq")),
+    ("stripe_key", "stripe.api_key = '" + "sk" + "_live_" + fake(24) + "'", "_live_" + fake(24)),
+    ("stripe_key", "STRIPE=" + "rk" + "_test_" + fake(24), "_test_" + fake(24)),
+    ("npm_token", "//registry.npmjs.org/:_authToken=" + "np" + "m_" + fake(36), "m_" + fake(36)),
+    ("huggingface_token", "huggingface-cli login --token " + "h" + "f_" + fake(34), "f_" + fake(34)),
+    (
+        "private_key",
+        "-----BEGIN RSA " + "PRIVATE KEY-----\n" + PEM_BODY + "\n-----END RSA " + "PRIVATE KEY-----\n",
+        PEM_BODY,
+    ),
+    ("private_key", "$ head -3 id_ed25519\n-----BEGIN OPENSSH " + "PRIVATE KEY-----\n" + PEM_BODY, PEM_BODY),
+    (
+        "jwt",
+        "Cookie: session=" + "eyJ" + "hbGciOiJIUzI1NiJ9." + "eyJ" + "zdWIiOiIxMjM0NTY3ODkwIn0." + fake(43),
+        "hbGciOiJIUzI1NiJ9",
+    ),
+    ("bearer_token", 'curl -H "Authorization: Bearer ' + fake(40) + '" https://api.example.com', fake(40)),
+    (
+        "bearer_token",
+        "send it with bearer " + fake(32, "abcdef0123456789") + " next",
+        fake(32, "abcdef0123456789"),
+    ),
+    ("auth_header", "Authorization: Basic " + "dXNlcjpw" + "YXNzd29yZA==", "dXNlcjpw"),
+    (
+        "url_password",
+        "DATABASE_URL=postgres://app:" + "s3cr3t-" + "Pw9" + "@db.internal:5432/app",
+        "s3cr3t-Pw9",
+    ),
+    ("url_password", "redis-cli -u redis://:" + "hunter" + "42@cache:6379", "hunter42"),
+    ("password", "password=" + "hunter" + "2", "hunter2"),
+    ("password", "PGPASSWORD='" + "Tr0ub4dor" + "&3' psql -h db", "Tr0ub4dor&3"),
+    ("password", 'config = {"db_password": "' + "c0rrect-h0rse" + '"}', "c0rrect-h0rse"),
+    ("password", "mysql --password " + "p4ss" + "w0rd! -u root", "p4ssw0rd!"),
+    ("password", "  passwd: " + "Sup3r" + "Secret\n  user: admin", "Sup3rSecret"),
+    ("password", 'password: str = "' + "hunter" + '2"', "hunter2"),
+    ("secret", "export OPENAI_API_KEY=" + "abc" + "123xyz456", "abc" + "123xyz456"),
+    ("secret", "SECRET=" + "9f8e7d" + "6c5b4a", "9f8e7d" + "6c5b4a"),
+    ("secret", "  client_secret: '" + "x9y8" + "z7w6'", "x9y8z7w6"),
+    ("secret", "headers = {'X-Api-Key': '" + "k3y-" + "v4lue'}", "k3y-v4lue"),
+    ("secret", 'const accessToken = "' + "0a1b2c" + '3d4e5f";', "0a1b2c" + "3d4e5f"),
+    ("secret", "gh auth login --with-token < f; export GITHUB_TOKEN=" + "t0k" + "3n99", "t0k3n99"),
+    ("email", "Signed-off-by: Marco Rotili <" + "marco.rotili" + "@handgemacht.ai>", "marco.rotili@"),
+    ("home_user", "cd /home/" + "marco" + "/src/spotter && pytest", "/home/marco"),
+    ("home_user", "open /Users/" + "Jane_Smith" + "/Documents/report.md", "Jane_Smith"),
+    ("home_user", "dir C:\\Users\\" + "bob" + "\\AppData", "\\bob\\"),
+    ("home_user", "ls ~/.claude/projects/-home-" + "marco" + "-src-spotter/", "-marco-"),
+    ("home_user", "total 8\n-rw-r--r--  1 " + "nina nina" + "  220 Jan  5 10:02 .bashrc", "nina"),
+    # Names that can only hold a secret: *_PASS, *_PASSWD, *_PWD, Azure keys, curl -u.
+    ("password", "export SMTP_PASS=" + "Zx81" + "kq7t", "Zx81kq7t"),
+    ("password", "DB_PASS=" + "Zx81" + "kq7t ./migrate", "Zx81kq7t"),
+    ("password", "MAIL_PASSWD=" + "Zx81" + "kq7t", "Zx81kq7t"),
+    ("password", "export MYSQL_PWD=" + "Zx81" + "kq7t", "Zx81kq7t"),
+    ("password", 'env = {"SMTP_PASS": "' + "Zx81" + 'kq7t"}', "Zx81kq7t"),
+    ("password", "const smtpPass = '" + "Zx81" + "kq7t';", "Zx81kq7t"),
+    (
+        "secret",
+        "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + AZURE_KEY + ";EndpointSuffix=x.net",
+        AZURE_KEY[:20],
+    ),
+    (
+        "secret",
+        "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey=" + AZURE_KEY,
+        AZURE_KEY[:20],
+    ),
+    ("password", "curl -u admin:" + "S3cr3t" + "Pass99 https://api.example.com/v1", "S3cr3tPass99"),
+    ("password", "curl --user admin:" + "pw4X" + "q9 -X POST https://api.example.com", "pw4Xq9"),
+    ("password", 'curl -s -u "deploy:' + "Hx7kq" + '2Lp" https://api.example.com', "Hx7kq2Lp"),
+    # A bearer token of letters only.
+    ("bearer_token", "Authorization: Bearer " + "ABCDEFGHIJKL" + "MNOPQRSTUVWX", "ABCDEFGHIJKLMNOPQRSTUVWX"),
+    ("bearer_token", "send it with bearer " + "qwertyuiop" + "asdfghjkl please", "qwertyuiopasdfghjkl"),
+    # A quoted passphrase under a key that can only hold a secret.
+    ("password", '{"password":"' + "correct horse " + 'battery staple"}', "horse"),
+    ("password", 'db_password: "' + "it's a secret " + 'between us"', "between"),
+    ("secret", "client_secret = '" + "purple monkey " + "dishwasher'", "monkey"),
+    ("secret", 'API_KEY="' + "open sesame " + 'please"', "sesame"),
+    # An unquoted value runs to the end of its shell word: the "&3" goes too.
+    ("password", "password=" + "Tr0ub4dor" + "&3 psql -h db", "&3"),
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "secret"), PLANTED, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(PLANTED)]
+)
+def test_planted_example_is_redacted_with_its_kind(kind: str, text: str, secret: str) -> None:
+    out, counts = Redactor().redact(text)
+    assert secret not in out
+    assert placeholder(kind) in out
+    assert counts.get(kind, 0) >= 1
+
+
+def test_every_kind_has_a_planted_example() -> None:
+    assert {kind for kind, _, _ in PLANTED} == set(KINDS)
+
+
+NEAR_MISSES = [
+    "      api_key: anthropic_api_key()",
+    "api_key: anthropic_api_key",
+    'password = os.environ["PASSWORD"]',
+    "password=None",
+    "def connect(password: str | None = None, token: str = '') -> None:",
+    "token = get_token()",
+    "API_KEY=$API_KEY",
+    "API_KEY=${API_KEY}",
+    "set API_KEY=%API_KEY%",
+    "password=<your-password>",
+    "password: changeme",
+    "apiKey: " + "'proxy-handled'",
+    "CODEMIE_API_KEY: " + "'sk-secret'",
+    "const apiKey = await getKey();",
+    "jwtToken: env.CODEMIE_JWT_TOKEN",
+    "params: { _csrf_token: csrfToken }",
+    "token: ${{ secrets.GITHUB_TOKEN }}",
+    "tokenizer.pad_token = tokenizer.eos_token",
+    "max_tokens=4096, temperature=0.0",
+    "sorted(items, key=lambda item: item[1])",
+    "for key, value in row.items(): out[key] = value",
+    "monkey: 12345",
+    "bypass=1",
+    "PWD=/tmp/work",
+    "password: '********'",
+    "the password hunter2 is famous",
+    "pip install sk-learn scikit-learn",
+    "sk-ant- is the prefix of Anthropic keys",
+    "git checkout 3f2a1b4c5d6e7f8091a2b3c4d5e6f708192a3b4c",
+    "request id 123e4567-e89b-12d3-a456-426614174000",
+    "data = 'U29tZSBvcmRpbmFyeSBi" + "YXNlNjQgdGV4dA=='",
+    "git clone https://github.com/org/repo",
+    "psql postgres://localhost:5432/db",
+    "postgres://user:${DB_PASSWORD}@db:5432/app",
+    "[REDACTED_TEXT len=5 sha=abcd1234]",
+    "Bearer tokens are sent in the Authorization header.",
+    "uses Bearer authentication",
+    'curl -H "Authorization: Bearer $GITHUB_TOKEN"',
+    "curl -H 'Authorization: bearer YOUR_GITHUB_TOKEN'",
+    "AKIA" + "IOSFODNN7EXAMPLE is AWS's documentation key",
+    "git remote add origin git@github.com:org/repo.git",
+    "Co-Authored-By: Claude <noreply@anthropic.com>",
+    "npm i @roots/bud-framework lmdb-store@sitespeed.io/edgedriver",
+    "PromiseResolve = @Promise.@resolve.bind(@Promise)",
+    "https://example.com/home/index.html and /api/Users/42",
+    "ls /home/ and /home/$USER and /Users/{username}",
+    "files in /Users/Shared/ and /home/<user>/repo",
+    "-----BEGIN PUBLIC KEY-----",
+    "a -home-grown tool",
+    # Bare pass, the working directory, words ending in "pass"; docker's -u uid:gid.
+    "pass=" + "Zx81kq7t",
+    "openssl enc --pass " + "Zx81kq7t",
+    "PWD=/srv/app/project OLDPWD=/tmp",
+    "bypass=abc123 COMPASS=abc123",
+    "SMTP_PASS=$SMTP_PASS",
+    "docker run -u 1000:1000 img && docker exec -u www-data:www-data app sh",
+    "git push -u origin HEAD:main",
+    "pip install --user git+https://github.com/org/repo",
+    'curl -u "$USER:$PASS" https://api.example.com',
+    "Bearer YOUR_GITHUB_TOKEN_HERE",
+    # Identifiers stay identifiers when unquoted; labels are not passphrases.
+    "password=self.password",
+    "password: correct horse",
+    '"password": "Enter your password"',
+    "api_key: 'your API key here'",
+]
+
+
+@pytest.mark.parametrize("text", NEAR_MISSES)
+def test_near_miss_is_left_alone(text: str) -> None:
+    assert Redactor().redact(text) == (text, {})
+
+
+@pytest.mark.parametrize(("kind", "text", "secret"), PLANTED)
+def test_redaction_inside_canonical_json_stays_valid(kind: str, text: str, secret: str) -> None:
+    document = {
+        "cmd": text,
+        "nested": {"args": [text, "\n" + text + "\t"]},
+        "json": canonical_json({"v": text}),
+    }
+    out, counts = Redactor().redact(canonical_json(document))
+    decoded = json.loads(out)
+    assert secret not in json.dumps(decoded)
+    assert counts[kind] >= 3
+
+
+def test_shell_command_in_json_keeps_its_shape() -> None:
+    key = "sk-" + "proj-" + fake(80)
+    out, counts = Redactor().redact(canonical_json({"cmd": f"export OPENAI_API_KEY={key} && run"}))
+    assert json.loads(out) == {"cmd": "export OPENAI_API_KEY=[REDACTED:openai_key] && run"}
+    assert counts == {"openai_key": 1}
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"msg": "Enter your password: ", "n": 12345678},
+        {"a": "token:", "b": "x", "c": ["secret=", 1234, "z"]},
+        {"k": 'api_key: "', "v": {"w": "1"}},
+    ],
+)
+def test_quotes_that_end_a_json_string_are_not_taken_for_a_value(document: dict[str, Any]) -> None:
+    text = canonical_json(document)
+    assert Redactor().redact(text) == (text, {})
+
+
+# Text cut mid-value (a quarantine excerpt is a cut line): (kind, text, what must go).
+CUT_AT_THE_END: list[tuple[str, str, str]] = [
+    (
+        "password",
+        '{"type":"tool_call","args":{"env":{"DB_PASSWORD":"' + "p4ssw0rd-" + "Very-L0ng",
+        "p4ssw0rd",
+    ),
+    ("password", 'export DB_PASSWORD="' + "p4ssw0rd" + "-Very", "p4ssw0rd"),
+    ("password", '{"cmd":"mysql --password \\"' + "p4ssw0rd" + "-Ve", "p4ssw0rd"),
+    ("password", 'cfg = {"password": "' + "correct horse " + "batt", "horse"),
+    ("github_token", "git push https://" + "gh" + "p_abc123", "p_abc123"),
+    ("github_token", "GH_TOKEN=" + "github" + "_pat_11ABCD", "_pat_11ABCD"),
+    ("jwt", "Cookie: session=" + "eyJ" + "hbGciOiJIUzI1NiIsInR5cCI6IkpXV", "hbGciOiJIUzI1NiIs"),
+    ("jwt", "t=" + "eyJ" + "hbGciOiJIUzI1NiJ9." + "eyJ" + "zdWIiOiIx", "hbGciOiJIUzI1NiJ9"),
+    ("anthropic_key", "ANTHROPIC_API_KEY=" + "sk-" + "ant-api03-abc", "ant-api03-abc"),
+    ("openai_key", "key: " + "sk-" + "proj-x", "proj-x"),
+    ("openai_key", "key " + "sk-" + "aB3x" + "Y7kQ9", "aB3xY7kQ9"),
+    ("aws_access_key", "aws configure set aws_access_key_id " + "AKIA" + "Q7Q7", "AKIAQ7Q7"),
+    ("aws_access_key", "id=" + "ASIA" + "Z7Q2Z7", "ASIAZ7Q2Z7"),
+    ("gitlab_token", "PRIVATE-TOKEN: " + "gl" + "pat-aB3xY7", "pat-aB3xY7"),
+    ("slack_token", "SLACK=" + "xo" + "xb-123456", "xb-123456"),
+    ("google_api_key", "maps.js?key=" + "AI" + "zaSyD3kq", "zaSyD3kq"),
+    ("huggingface_token", "HF=" + "h" + "f_aB3xY7kQ9", "f_aB3xY7kQ9"),
+    ("npm_token", "//registry.npmjs.org/:_authToken=" + "np" + "m_aB3x9", "m_aB3x9"),
+    ("stripe_key", "STRIPE=" + "sk" + "_live_aB3x9", "_live_aB3x9"),
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "secret"), CUT_AT_THE_END, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(CUT_AT_THE_END)]
+)
+def test_a_value_or_token_cut_by_the_end_of_the_text_is_redacted(kind: str, text: str, secret: str) -> None:
+    out, counts = Redactor().redact(text)
+    assert secret not in out
+    assert out.endswith(placeholder(kind))
+    assert counts.get(kind, 0) == 1
+    assert Redactor().redact(out) == (out, {})
+
+
+def test_the_end_of_the_text_closes_a_json_value_in_place() -> None:
+    text = '{"type":"tool_call","args":{"env":{"DB_PASSWORD":"' + "p4ssw0rd-" + "Very-L0ng"
+    out, counts = Redactor().redact(text)
+    assert out == '{"type":"tool_call","args":{"env":{"DB_PASSWORD":"[REDACTED:password]'
+    assert counts == {"password": 1}
+    # A lone backslash left by the cut (half of an escape) stays outside the placeholder.
+    assert Redactor().redact('"password": "' + "p4ss" + "w0rd\\")[0] == '"password": "[REDACTED:password]\\'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [text for kind, text, _ in CUT_AT_THE_END if kind not in ("password",)],
+)
+def test_a_short_token_inside_the_text_is_left_alone(text: str) -> None:
+    # Only the very end of a text can cut a token short; elsewhere a short one is not one.
+    token = text.rsplit(" ", 1)[-1].rsplit("=", 1)[-1]
+    inside = token + " is what the docs call it"
+    assert Redactor().redact(inside) == (inside, {})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "pip install sk-learn",
+        "token = hf_token",
+        "echo $npm_package",
+        "df = pk_test_data",
+        "SOUTHEAST ASIAN",
+        "ASIAPACIFIC",
+        "Anthropic keys start with sk-ant-",
+        "xoxo-love",
+        "the prefix is ghp_",
+        "AKIA" + "IOSFODNN7EXAMPLE",
+        "password: 'x",
+        "def connect(token: str = '",
+    ],
+)
+def test_identifiers_that_end_a_text_are_not_cut_tokens(text: str) -> None:
+    assert Redactor().redact(text) == (text, {})
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("password=" + "Tr0ub4dor" + "&3", "password=[REDACTED:password]"),
+        ("password=" + "hunter2" + "&&ls", "password=[REDACTED:password]&&ls"),
+        ("password=" + "hunter2" + " && ls", "password=[REDACTED:password] && ls"),
+        ("password=" + "hunter2" + "& sleep 1", "password=[REDACTED:password]& sleep 1"),
+        ("password=" + "hunter2" + ";ls", "password=[REDACTED:password];ls"),
+        ("password=" + "hunter2" + "|cat", "password=[REDACTED:password]|cat"),
+        ("f(password=" + "hunter2" + ", user=x)", "f(password=[REDACTED:password], user=x)"),
+        ("password=" + "p@ss!w0rd#1" + "$", "password=[REDACTED:password]"),
+        (
+            "GET /login?user=bob&password=" + "hunter2" + "&next=/home",
+            "GET /login?user=bob&password=[REDACTED:password]&next=/home",
+        ),
+        ("password=" + "hunter2" + "&amp;user=x", "password=[REDACTED:password]&amp;user=x"),
+        ("curl -u admin:" + "S3cr3t" + "&x=1 u", "curl -u admin:[REDACTED:password]&x=1 u"),
+    ],
+)
+def test_an_unquoted_value_ends_with_its_shell_word(text: str, expected: str) -> None:
+    out, _ = Redactor().redact(text)
+    assert out == expected
+    assert Redactor().redact(out) == (out, {})
+
+
+def test_json_escapes_are_not_split() -> None:
+    text = canonical_json({"p": 'x\nmarco@example.org\n/home/nina\n"password": "ab\\"c1"\nghp_' + fake(36)})
+    out, counts = Redactor().redact(text)
+    assert json.loads(out) == {
+        "p": 'x\n[REDACTED:email]\n/home/<user>\n"password": "[REDACTED:password]"\n[REDACTED:github_token]'
+    }
+    assert counts == {"email": 1, "home_user": 1, "password": 1, "github_token": 1}
+
+
+def test_counts_are_per_kind() -> None:
+    text = " ".join(
+        [
+            "AKIA" + "Q" * 16,
+            "AKIA" + "R" * 16,
+            "password=" + "hunter" + "2",
+            "a@example.org",
+            "b@example.org",
+            "c@example.org",
+            "/home/" + "ann/x",
+        ]
+    )
+    assert Redactor().redact(text)[1] == {"aws_access_key": 2, "password": 1, "email": 3, "home_user": 1}
+
+
+def test_nothing_found_gives_the_same_text_and_an_empty_dict() -> None:
+    text = "plain prose with no secrets"
+    out, counts = Redactor().redact(text)
+    assert out is text
+    assert counts == {}
+
+
+ALL_PLANTED = "\n".join(text for _, text, _ in PLANTED) + "\n" + "\n".join(NEAR_MISSES)
+
+
+def test_redaction_is_idempotent_and_deterministic() -> None:
+    once, counts = Redactor().redact(ALL_PLANTED)
+    assert counts
+    assert Redactor().redact(ALL_PLANTED) == (once, counts)
+    assert Redactor().redact(once) == (once, {})
+
+
+@pytest.mark.parametrize(
+    ("emails", "home_paths", "expected"),
+    [
+        (True, True, "mail [REDACTED:email] from /home/<user>/x"),
+        (False, True, "mail ann@example.org from /home/<user>/x"),
+        (True, False, "mail [REDACTED:email] from /home/ann/x"),
+        (False, False, "mail ann@example.org from /home/ann/x"),
+    ],
+)
+def test_personal_kinds_can_be_switched_off(emails: bool, home_paths: bool, expected: str) -> None:
+    redactor = Redactor(emails=emails, home_paths=home_paths)
+    text = "mail ann@example.org from /home/ann/x"
+    assert redactor.redact(text)[0] == expected
+    assert redactor.redact("pwd=" + "s3cr3t")[0] == "pwd=[REDACTED:password]"
+
+
+def test_home_paths_off_also_keeps_encoded_folders_windows_folders_and_listings() -> None:
+    text = "C:\\Users\\bob\\x and ~/.claude/projects/-home-ann-repo\n-rw-r--r-- 1 ann ann 2 Jan 1 f"
+    assert Redactor(home_paths=False).redact(text) == (text, {})
+
+
+FRAGMENTS = [fake(36), "\n", "\t", '"', "\\", "'", " ", "=", ":", "@", "/", "-", "_", "é→✓", "\\n", '\\"']
+FRAGMENTS += [text for _, text, _ in PLANTED] + NEAR_MISSES
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(FRAGMENTS), max_size=6).map("".join), min_size=1, max_size=4))
+def test_any_mix_of_fragments_stays_valid_json_and_idempotent(values: list[str]) -> None:
+    redactor = Redactor()
+    out, _ = redactor.redact(canonical_json({f"k{i}": v for i, v in enumerate(values)}))
+    assert isinstance(json.loads(out), dict)
+    assert redactor.redact(out) == (out, {})
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in _strings(item)]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return []
+
+
+def _corpus(root: Path) -> tuple[list[str], list[str]]:
+    """Every string value in the corpus (as parsers hand them on), and every JSONL line."""
+    texts: list[str] = []
+    lines: list[str] = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and p.name != "SOURCES.md"):
+        raw = path.read_text(encoding="utf-8")
+        if path.suffix == ".jsonl":
+            for line in raw.splitlines():
+                if line.strip():
+                    lines.append(line)
+                    texts.extend(_strings(json.loads(line)))
+        elif path.suffix in (".json", ".traj"):
+            texts.extend(_strings(json.loads(raw)))
+        else:
+            texts.append(raw)
+    return texts, lines
+
+
+def test_real_corpus_has_personal_data_but_no_secrets(real_corpus: Path) -> None:
+    texts, _ = _corpus(real_corpus)
+    redactor = Redactor()
+    total: Counter[str] = Counter()
+    redacted: list[str] = []
+    for text in texts:
+        out, counts = redactor.redact(text)
+        total.update(counts)
+        redacted.append(out)
+    # Measured on the corpus of 2026-11-29. SOURCES.md says a pattern scan found no
+    # keys, tokens or private keys, and lists the e-mails and the names in home paths;
+    # the login names also fill the owner column of `ls -l` listings (378 of them).
+    assert dict(total) == {"home_user": 4590, "email": 47}
+    joined = "\n".join(redacted)
+    for personal in (
+        "marco.rotili@",
+        "/home/marco",
+        "marco  ",
+        "Nikita_Levyankov",
+        "-Users-Nikita",
+        "Jane_Smith",
+        "@epam.com",
+    ):
+        assert personal not in joined
+    assert "/home/<user>/" in joined
+    assert "api_key: anthropic_api_key" in joined
+
+
+def test_real_corpus_lines_stay_valid_json(real_corpus: Path) -> None:
+    _, lines = _corpus(real_corpus)
+    redactor = Redactor()
+    changed = 0
+    for line in lines:
+        out, counts = redactor.redact(line)
+        json.loads(out)
+        changed += bool(counts)
+    assert changed > 100
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        "curl -u user:s3cretpass@host",  # a flag's value that would run into the block
+        "redis-cli -u redis://:hunter42@cache:6379",  # a finding of the same pass before it
+        "redis-cli -u admin",  # a match of the same pass that reports nothing
+    ],
+)
+def test_a_pem_block_glued_to_what_precedes_it_is_found_in_one_pass(before: str) -> None:
+    pem = "-----BEGIN RSA " + "PRIVATE KEY-----\n" + PEM_BODY + "\n-----END RSA " + "PRIVATE KEY-----\n"
+    redactor = Redactor()
+    out, found = redactor.redact(before + pem)
+    assert PEM_BODY not in out and found.get("private_key") == 1
+    assert redactor.redact(out) == (out, {})

@@ -1,0 +1,359 @@
+"""Tests for the hyperscan prefilter of the redaction passes (trajectory_pipeline.ingest.redact_prefilter).
+
+Why they exist: the prefilter decides which passes run at all, so one expression that
+misses what its pass's regex matches would let a secret through, silently. So every
+pass is shown adversarial texts its regex matches (non-ASCII letters that fold to ASCII
+ones, unicode digits and names, JSON escapes, tokens cut by the end of the text, lone
+surrogates) and must be flagged on each; random mixes of such fragments must be too;
+the redactor must give the same text and counts with and without the prefilter on the
+redaction tests' inputs, the real corpus and a generated one; and without hyperscan the
+pure-Python path must run.
+
+    .venv/bin/pytest tests/ingest/test_redact_prefilter.py
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import inspect
+import json
+import pickle
+import re
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.ingest import test_redact
+from trajectory_pipeline.ingest import redact
+from trajectory_pipeline.ingest.redact import Redactor
+from trajectory_pipeline.ingest.redact_prefilter import CASE_FOLDS, Prefilter
+from trajectory_pipeline.sample.corpus import CorpusSpec, generate_corpus
+
+# hyperscan is a dependency on x86_64 Linux only (pyproject.toml); elsewhere the tests that
+# need it skip and the fallback is what every other redaction test runs.
+needs_hyperscan = pytest.mark.skipif(
+    importlib.util.find_spec("hyperscan") is None, reason="the prefilter needs hyperscan"
+)
+
+PASS_NAMES = {
+    redact._SK: "sk-",
+    redact._GL: "gl",
+    redact._X: "x",
+    redact._UNDERSCORE: "_",
+    redact._A: "A",
+    redact._JWT: "eyJ",
+    redact._DASH: "-",
+    redact._BEARER: "earer",
+    redact._EQUALS: "=",
+    redact._COLON: ":",
+    redact._EMAIL: "@",
+    redact._HOME: "/",
+    redact._LS_LINE: "newline",
+    redact._LS_JSON_LINE: "json newline",
+    redact._LS_FIRST_LINE: "first line",
+}
+
+
+def prefilter() -> Prefilter:
+    found = redact._prefilter()
+    assert found is not None
+    return found
+
+
+def exact_matches(text: str) -> set[int]:
+    """The passes whose regex finds something in text, as `Redactor._round` searches."""
+    return {
+        i
+        for i, (pattern, _) in enumerate(redact._PASSES)
+        if (pattern.match(text) if pattern is redact._LS_FIRST_LINE else pattern.search(text))
+    }
+
+
+def missed(text: str) -> set[str]:
+    """The passes that match text but that the prefilter does not flag (must be empty)."""
+    flagged = set(prefilter().scan(text))
+    return {PASS_NAMES[redact._PASSES[i][0]] for i in exact_matches(text) - flagged}
+
+
+@needs_hyperscan
+def test_every_pass_has_expressions_and_a_name() -> None:
+    assert set(redact._prefilter_expressions()) == {p for p, _ in redact._PASSES} == set(PASS_NAMES)
+
+
+def test_the_case_folds_are_every_non_ascii_letter_that_python_folds_to_ascii() -> None:
+    everything = "".join(map(chr, range(0x80, sys.maxunicode + 1)))
+    folds: dict[str, str] = {}
+    for c in re.findall("(?i)[a-z]", everything):
+        (letter,) = (x for x in "abcdefghijklmnopqrstuvwxyz" if re.fullmatch(f"(?i){x}", c))
+        folds[letter] = folds.get(letter, "") + c
+    assert folds == CASE_FOLDS
+
+
+BODY = "aB3xY7kQ9" * 12
+# (pass, text): texts each pass's regex matches, written to probe the expressions' edges.
+ADVERSARIAL: list[tuple[str, str]] = [
+    ("sk-", "sk-" + "ant-" + BODY[:20]),
+    ("sk-", "sk-" + "or-v1-" + "ab12" * 16),
+    ("sk-", "key sk-" + BODY[:32]),
+    ("sk-", "cut sk-" + "ab_-"),
+    ("gl", "gl" + "pat-" + BODY[:20]),
+    ("gl", "gl" + "agent-" + "a_-1"),
+    ("x", "xo" + "xb-" + "1234567890"),
+    ("x", "xa" + "pp-٣-" + "A1b2C3d4E5f6"),  # \d matches an Arabic-Indic digit
+    ("x", "xa" + "pp-" + "A1b2"),
+    ("_", "gh" + "p_" + BODY[:36]),
+    ("_", "github" + "_pat_" + "Ab12"),
+    ("_", "n" + "pm_" + BODY[:36] + "é"),
+    ("_", "h" + "f_" + "ab12"),
+    ("_", "wh" + "sec_" + BODY[:32]),
+    ("_", "rk" + "_test_" + BODY[:10]),
+    ("A", "AK" + "IA" + "Q7Q7"),
+    ("A", "A3" + "TZ" + "Q" * 16),
+    ("A", "AI" + "za" + "-_ab"),
+    ("eyJ", "ey" + "J" + "hbGciOiJ"),
+    ("eyJ", "ey" + "J" + "abcdefgh.eyJabcdefgh.sig"),
+    ("-", "-----BEGIN " + "PRIVATE KEY-----\nMIIE"),
+    ("-", "-----BEGIN" + " EC 2 PRIVATE KEY BLOCK-----\\nMIIE"),
+    ("-", "curl --user=bob:" + "s3cret"),
+    ("-", "curl --user\tbob:" + "s3cret"),
+    ("-", "tool --db-password Zx81"),
+    ("-", "tool --TOKEN\t'abc'"),
+    ("-", "curl -u bøb:pässwörd https://x"),
+    ("-", 'curl -u \\"bob:pw\\" x'),
+    ("-", "curl -u 'bob:pw'"),
+    ("-", "C--Users-bob-repo"),
+    ("-", "x -Users-b"),
+    ("-", "x-home-bob"),
+    ("earer", "bearer " + BODY[:16]),
+    ("earer", "Bearer\t\t" + "a._~+/-" * 3),
+    ("=", "pa\u017fsword=hunter2"),
+    ("=", "\u017fecret = 'x'"),
+    ("=", "to\u212aen=abc123"),
+    ("=", "API_\u212aEY=abc123"),
+    ("=", "PASSWORD=é"),
+    ("=", 'db_password" = "x"'),
+    ("=", "'token' => 'abc123'"),
+    ("=", "smtpPass=Zx81"),
+    ("=", "pwd=\ud800"),
+    (":", "authorızation: Basic Zx81Zx81"),
+    (":", "Author\u0130zat\u0131on: Bearer abcdefgh"),
+    (":", 'password: "hunter2"'),
+    (":", '{"client_secret":"x"}'),
+    (":", '{\\"password\\":\\"x\\"}'),
+    (":", '{\\\\\\"password\\\\\\":\\\\\\"x\\\\\\"}'),
+    (":", "'token': 'abc'"),
+    (":", "password: str = 'x'"),
+    (":", "PRIVATE-TO\u212aEN: glpat"),
+    (":", "https://hooks.slack.com/services/" + BODY[:24]),
+    (":", "postgres://üser:päss\u2603@db"),
+    (":", "redis://:p@host"),
+    (":", "ftp://u:\ud800@h"),
+    (":", "C:\\Users\\Bob"),
+    (":", "C:\\\\\\\\USERS\\\\\\\\bøb"),
+    ("@", "mail bob@example.com"),
+    ("@", "@a.co"),
+    ("@", "x@sub-1.example-2.museum!"),
+    ("@", "ålice@mail.exämple.org"),
+    ("/", "/home/ålice/repo"),
+    ("/", "/Users/\u0130lke"),
+    ("/", "/home/٣bob"),
+    ("newline", "total 8\n-rw-r--r-- 1 bob bob 12 Jan 1 x"),
+    ("newline", "\ndrwxrwsrwT+ \u0663 bob staff \u0664"),
+    ("newline", "\nlrwxrwxrwx@\t2\tbob\t_g\t9"),
+    ("json newline", "total 8\\n-rw-r--r-- 1 bob bob 12 Jan 1 x"),
+    ("json newline", "\\\\ncrw-rw---- ١ bob bob ١"),
+    ("first line", "-rw-r--r-- 1 bob bob 12 Jan 1 x"),
+    ("first line", "prwxr-xr-x. \u0661\u0662 alice users \u0664"),
+]
+
+
+@needs_hyperscan
+@pytest.mark.parametrize(("name", "text"), ADVERSARIAL)
+def test_the_prefilter_flags_every_adversarial_match(name: str, text: str) -> None:
+    (pattern,) = (p for p, n in PASS_NAMES.items() if n == name)
+    matched = pattern.match(text) if pattern is redact._LS_FIRST_LINE else pattern.search(text)
+    assert matched is not None, f"the example must match its pass {name!r}: {text!r}"
+    assert missed(text) == set()
+
+
+# Pieces that put anchors, closers, escapes, folded letters and non-ASCII characters next
+# to each other, and planted secrets and near misses from the redaction tests.
+PIECES = [
+    *(piece for _, text in ADVERSARIAL for piece in (text, text[:-3], text[3:])),
+    *test_redact.FRAGMENTS,
+    "sk-",
+    "gl",
+    "pat-",
+    "xox",
+    "b-",
+    "app-",
+    "_",
+    "gh",
+    "p_",
+    "A",
+    "KIA",
+    "Iza",
+    "eyJ",
+    "-",
+    "--",
+    "-u ",
+    "user",
+    "earer",
+    "B",
+    "=",
+    ":",
+    "://",
+    "@",
+    "/home/",
+    "/Users/",
+    "\\",
+    "\\n",
+    "\n",
+    '"',
+    "'",
+    "`",
+    " ",
+    "\t",
+    ".",
+    "é",
+    "\u0663",
+    "\u2003",
+    "\u017f",
+    "\u212a",
+    "\u0130",
+    "\u0131",
+    "\ud800",
+    "\U0001f600",
+    "pass",
+    "word",
+    "PASS",
+    "token",
+    "KEY",
+    "secret",
+    "api",
+    "authorization",
+    "Ab12",
+    "Q7Q7Q7Q7",
+    "drwxr-xr-x 2 bob bob 4",
+]
+
+
+@needs_hyperscan
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(PIECES) | st.text(max_size=4), min_size=1, max_size=8).map("".join))
+def test_the_prefilter_flags_every_pass_that_matches_a_mix_of_pieces(text: str) -> None:
+    assert missed(text) == set()
+
+
+Redacted = list[tuple[str, dict[str, int]]]
+
+
+def both_paths(
+    texts: list[str], monkeypatch: pytest.MonkeyPatch, redactor: Redactor | None = None
+) -> tuple[Redacted, Redacted]:
+    """Every text redacted with the prefilter, then with the pure-Python path."""
+    redactor = redactor or Redactor()
+    with_prefilter = [redactor.redact(t) for t in texts]
+    with monkeypatch.context() as m:
+        m.setattr(redact, "_prefilter", lambda: None)
+        pure = [redactor.redact(t) for t in texts]
+    return with_prefilter, pure
+
+
+def redaction_test_inputs() -> Iterator[str]:
+    """Every string the redaction tests hand to a redactor: module lists and parametrized arguments."""
+
+    def strings(value: object) -> Iterator[str]:
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, list | tuple):
+            for item in value:
+                yield from strings(item)
+        elif isinstance(value, dict):
+            for item in value.values():
+                yield from strings(item)
+
+    for name, value in vars(test_redact).items():
+        if isinstance(value, list):
+            yield from strings(value)
+        elif inspect.isfunction(value) and name.startswith("test_"):
+            for mark in getattr(value, "pytestmark", []):
+                if mark.name == "parametrize":
+                    yield from strings(mark.args[1])
+
+
+@needs_hyperscan
+def test_same_output_on_the_redaction_tests_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = sorted(set(redaction_test_inputs()))
+    texts += [json.dumps(t) for t in texts] + [json.dumps(json.dumps(t)) for t in texts]
+    assert len(texts) > 500
+    assert all(missed(t) == set() for t in texts)
+    with_prefilter, pure = both_paths(texts, monkeypatch)
+    assert with_prefilter == pure
+    assert sum(bool(counts) for _, counts in pure) > 200
+
+
+@needs_hyperscan
+@pytest.mark.parametrize(("emails", "home_paths"), [(False, True), (True, False), (False, False)])
+def test_same_output_with_personal_kinds_switched_off(
+    emails: bool, home_paths: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    texts = sorted(set(redaction_test_inputs()))
+    texts += [t + " mail bob@example.com in /home/bob\n-rw-r--r-- 1 bob bob 1 x" for t in texts]
+    redactor = Redactor(emails=emails, home_paths=home_paths)
+    with_prefilter, pure = both_paths(texts, monkeypatch, redactor)
+    assert with_prefilter == pure
+
+
+@needs_hyperscan
+def test_same_output_on_the_real_corpus(real_corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    texts, lines = test_redact._corpus(real_corpus)
+    texts += lines
+    assert all(missed(t) == set() for t in texts)
+    with_prefilter, pure = both_paths(texts, monkeypatch)
+    assert with_prefilter == pure
+
+
+@needs_hyperscan
+def test_same_output_on_a_generated_corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    generate_corpus(tmp_path, CorpusSpec(days=2, sessions_per_day=3, seed=3))
+    texts: list[str] = []
+    for path in sorted(p for p in tmp_path.rglob("*") if p.is_file()):
+        # Its malformed lines hold bytes that are not UTF-8: lone surrogates here.
+        for line in path.read_bytes().decode("utf-8", "surrogateescape").splitlines():
+            texts.append(line)
+            with contextlib.suppress(ValueError):  # a malformed line: the line itself is the text
+                texts.extend(test_redact._strings(json.loads(line)))
+    assert any("\udc80" <= c <= "\udcff" for t in texts for c in t)
+    assert all(missed(t) == set() for t in texts)
+    with_prefilter, pure = both_paths(texts, monkeypatch)
+    assert with_prefilter == pure
+    assert sum(bool(counts) for _, counts in pure) > 100
+
+
+def test_the_pure_python_path_runs_without_hyperscan(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = test_redact.PLANTED[0][1] + " /home/bob " + json.dumps(test_redact.PLANTED[-1][1])
+    expected = Redactor().redact(text)
+    monkeypatch.setitem(sys.modules, "hyperscan", None)  # `import hyperscan` raises ImportError
+    redact._prefilter.cache_clear()
+    try:
+        assert redact._prefilter() is None
+        assert Redactor().redact(text) == expected
+    finally:
+        redact._prefilter.cache_clear()
+
+
+@needs_hyperscan
+def test_threads_and_pickles_redact_alike(real_corpus: Path) -> None:
+    texts = test_redact._corpus(real_corpus)[0][:3000]
+    redactor = Redactor()
+    expected = [redactor.redact(t) for t in texts]
+    copy = pickle.loads(pickle.dumps(redactor))
+    with ThreadPoolExecutor(4) as pool:  # a scan runs without the GIL: one scratch per thread
+        assert list(pool.map(copy.redact, texts)) == expected

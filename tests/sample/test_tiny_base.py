@@ -1,0 +1,83 @@
+"""The learned base of the tiny model: a real full fine-tune that changes every weight, is recorded,
+is deterministic, and is done once (a second call with the same data and settings is free)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import mlx.core as mx
+import orjson
+import pytest
+
+from tests.evaluation.test_replay import _row, _rows
+from trajectory_pipeline.dataset.mlx_data import write_mlx_dataset
+from trajectory_pipeline.sample.tiny_base import BaseTraining, learn_base, pretraining_record, short_view
+from trajectory_pipeline.sample.tiny_model import TinyModelSpec, build_tiny_model
+
+SETTINGS = BaseTraining(iters=3, batch_size=1, learning_rate=1e-2)
+
+
+def _model_and_data(root: Path) -> tuple[Path, Path]:
+    rows = _rows()
+    data = root / "data"
+    write_mlx_dataset(rows, data, batch_size=1)
+    model = build_tiny_model(root / "model", list(rows["record"]), TinyModelSpec(vocab_size=400))
+    return model, data
+
+
+def test_learn_base_trains_every_weight_and_records_it(tmp_path: Path) -> None:
+    model, data = _model_and_data(tmp_path)
+    before = mx.load(str(model / "model.safetensors"))
+    assert pretraining_record(model) is None
+    reports: list[dict[str, object]] = []
+    record = learn_base(model, data, SETTINGS, on_report=reports.append)
+    after = mx.load(str(model / "model.safetensors"))
+    assert set(after) == set(before)
+    changed = [name for name in before if not mx.array_equal(before[name], after[name]).item()]
+    assert "model.embed_tokens.weight" in changed and len(changed) == len(before)
+    assert pretraining_record(model) == record and record["settings"]["iters"] == 3
+    assert any("val_loss" in row for row in reports) and any("train_loss" in row for row in reports)
+    assert (model / "pretraining.json").stat().st_mode & 0o777 == 0o600
+
+    # Done once: the same data and settings leave the weights alone.
+    mtime = (model / "model.safetensors").stat().st_mtime_ns
+    assert learn_base(model, data, SETTINGS) == record
+    assert (model / "model.safetensors").stat().st_mtime_ns == mtime
+
+
+def test_learn_base_is_deterministic(tmp_path: Path) -> None:
+    first, data = _model_and_data(tmp_path / "a")
+    second, _ = _model_and_data(tmp_path / "b")
+    learn_base(first, data, SETTINGS)
+    learn_base(second, data, SETTINGS)
+    assert (first / "model.safetensors").read_bytes() == (second / "model.safetensors").read_bytes()
+
+
+def test_settings_are_validated() -> None:
+    with pytest.raises(ValueError, match="iters"):
+        BaseTraining(iters=0)
+    with pytest.raises(ValueError, match="learning_rate"):
+        BaseTraining(learning_rate=0.0)
+
+
+@pytest.mark.parametrize(
+    ("keep", "roles"),
+    [(0, ["system", "user"]), (1, ["system", "user"]), (2, ["system", "user", "assistant", "tool"])],
+)
+def test_short_views_keep_the_instruction_the_decision_and_whole_exchanges(
+    keep: int, roles: list[str]
+) -> None:
+    record = orjson.loads(_row("s", 3, "train")["record"])  # three read_file exchanges, then the target
+    view = short_view(record, keep)
+    assert [m["role"] for m in view["messages"][:-1]] == roles  # a tool result never opens the history
+    assert view["messages"][-1] == record["messages"][-1] and view["tools"] == record["tools"]
+
+
+def test_a_base_learned_otherwise_is_refused_until_the_model_is_rebuilt(tmp_path: Path) -> None:
+    model, data = _model_and_data(tmp_path)
+    learn_base(model, data, SETTINGS)
+    with pytest.raises(ValueError, match="already holds a base learned on other data or settings"):
+        learn_base(model, data, dataclasses.replace(SETTINGS, iters=4))
+    _model_and_data(tmp_path)  # random weights again: the record goes with them
+    assert pretraining_record(model) is None

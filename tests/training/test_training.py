@@ -1,0 +1,332 @@
+"""Training is the step users came for, so these tests run mlx-lm for real on the bundled tiny model.
+
+Why real: the adapter is only useful if mlx-lm itself loads it (adapter_config.json as its CLI
+writes it), if the best checkpoint really is the one with the lowest validation loss, and if early
+stopping and resuming act on real weights. A fake trainer would test none of that. The tiny model
+(two Qwen2 blocks, width 64, built offline by `tiny_model`) on a few dozen records trains in
+seconds on the CPU, so CI runs all of it; validation uses the whole split (`val_batches=-1`) so
+losses do not depend on batch order and can be recomputed exactly.
+
+    .venv/bin/pytest tests/training/test_training.py
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from tests.conftest import TOOL_SPECS, TOOLS
+from trajectory_pipeline.dataset.mlx_data import write_mlx_dataset
+from trajectory_pipeline.sample.tiny_model import TinyModelSpec, build_tiny_model, corpus_texts
+from trajectory_pipeline.training.trainer import (
+    ModelDirectoryError,
+    TrainConfig,
+    TrainResult,
+    check_model_dir,
+    train_adapter,
+)
+
+# Small enough for seconds on a CPU, long enough to see losses move and several evaluations.
+FAST = TrainConfig(
+    num_layers=-1,
+    rank=4,
+    iters=12,
+    batch_size=4,
+    learning_rate=1e-3,
+    steps_per_report=2,
+    steps_per_eval=4,
+    val_batches=-1,
+    save_every=6,
+    max_seq_length=512,
+)
+
+
+def _record(n: int) -> str:
+    tool = TOOLS[n % len(TOOLS)]
+    arguments = json.dumps({"path": f"src/module_{n % 5}.py"})
+    call = {"id": f"call_{n}", "type": "function", "function": {"name": tool, "arguments": arguments}}
+    record = {
+        "messages": [
+            {"role": "system", "content": "You are a coding agent."},
+            {"role": "user", "content": f"Task {n}: look at src/module_{n % 5}.py and fix the failing test."},
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+        ],
+        "tools": TOOL_SPECS,
+    }
+    return json.dumps(record, sort_keys=True, separators=(",", ":"))
+
+
+def _write_data(out_dir: Path, sizes: tuple[int, int, int], batch_size: int = 4) -> Path:
+    rows = []
+    n = 0
+    for split, size in zip(("train", "valid", "test"), sizes, strict=True):
+        for _ in range(size):
+            rows.append(
+                {
+                    "decision_id": hashlib.sha256(f"d{n}".encode()).hexdigest()[:16],
+                    "split": split,
+                    "record": _record(n),
+                    "target_name": TOOLS[n % len(TOOLS)],
+                }
+            )
+            n += 1
+    write_mlx_dataset(pd.DataFrame(rows), out_dir, batch_size=batch_size)
+    return out_dir
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _write_data(tmp_path_factory.mktemp("data"), (24, 8, 4))
+
+
+@pytest.fixture(scope="module")
+def base_model(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Path:
+    out = tmp_path_factory.mktemp("model")
+    return build_tiny_model(out, corpus_texts([data_dir / "train.jsonl"]), TinyModelSpec(layers=2))
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory, base_model: Path, data_dir: Path) -> Any:
+    reports: list[dict[str, Any]] = []
+    adapter_dir = tmp_path_factory.mktemp("adapter")
+    result = train_adapter(base_model, data_dir, adapter_dir, FAST, on_report=reports.append)
+    return result, reports
+
+
+def _val_loss(base_model: Path, data_dir: Path, adapter_dir: Path | None) -> float:
+    """The validation loss of the base model (plus an adapter directory), computed as mlx-lm does."""
+    import types
+
+    from mlx_lm import load
+    from mlx_lm.tuner.datasets import CacheDataset, load_dataset
+    from mlx_lm.tuner.trainer import evaluate
+
+    model, tokenizer = load(str(base_model), adapter_path=None if adapter_dir is None else str(adapter_dir))
+    args = types.SimpleNamespace(
+        data=str(data_dir), train=True, test=False, mask_prompt=True, hf_dataset=None
+    )
+    _, valid, _ = load_dataset(args, tokenizer)
+    return float(evaluate(model=model, dataset=CacheDataset(valid), batch_size=4, num_batches=-1))
+
+
+def _only(adapter_dir: Path, weights: str, into: Path) -> Path:
+    """A copy of `adapter_dir` whose adapters.safetensors is `weights` (to load best or last with mlx-lm)."""
+    into.mkdir()
+    shutil.copy(adapter_dir / "adapter_config.json", into / "adapter_config.json")
+    shutil.copy(adapter_dir / weights, into / "adapters.safetensors")
+    return into
+
+
+def test_the_adapter_loads_in_mlx_lm_and_changes_the_logits(trained: Any, base_model: Path) -> None:
+    import mlx.core as mx
+    from mlx_lm import load
+
+    result: TrainResult = trained[0]
+    base, tokenizer = load(str(base_model))
+    tuned, _ = load(str(base_model), adapter_path=str(result.adapter_dir))
+    prompt = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Task 3: fix the failing test."}],
+        tools=TOOL_SPECS,
+        add_generation_prompt=True,
+    )
+    tokens = mx.array([prompt])
+
+    difference = mx.abs(tuned(tokens) - base(tokens)).max().item()
+
+    assert difference > 1e-3
+    assert result.iterations == FAST.iters
+    assert result.tokens > 0 and result.tokens_per_second > 0 and result.peak_memory_gb > 0
+    assert not result.stopped_early
+
+
+def test_adapter_config_has_the_keys_mlx_lm_lora_writes(trained: Any, base_model: Path) -> None:
+    from mlx_lm.lora import CONFIG_DEFAULTS
+
+    config = json.loads((trained[0].adapter_dir / "adapter_config.json").read_text())
+
+    assert set(CONFIG_DEFAULTS) <= set(config)
+    assert config["model"] == str(base_model)
+    assert config["fine_tune_type"] == "lora"
+    assert config["num_layers"] == -1
+    assert config["lora_parameters"] == {"rank": 4, "scale": 20.0, "dropout": 0.0}
+    assert config["mask_prompt"] is True
+
+
+def test_mlx_lm_fuse_accepts_the_adapter(
+    trained: Any, base_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from mlx_lm import fuse, load
+
+    out = tmp_path / "fused"
+    argv = ["fuse", "--model", str(base_model), "--adapter-path", str(trained[0].adapter_dir)]
+    monkeypatch.setattr(sys, "argv", [*argv, "--save-path", str(out)])
+
+    fuse.main()
+
+    load(str(out))
+
+
+def test_every_report_reaches_on_report_and_the_result(trained: Any) -> None:
+    result, reports = trained
+
+    assert reports == result.losses
+    train_rows = [row for row in reports if row["kind"] == "train"]
+    val_rows = [row for row in reports if row["kind"] == "val"]
+    assert [row["iteration"] for row in train_rows] == list(range(2, FAST.iters + 1, 2))
+    # mlx-lm evaluates before step 1, after every 4th step and before the last; we add the final weights.
+    assert [row["iteration"] for row in val_rows] == [0, 3, 7, 11, 12]
+    for row in train_rows:
+        assert row["train_loss"] > 0 and row["learning_rate"] == pytest.approx(FAST.learning_rate)
+        assert row["tokens_per_second"] > 0 and row["peak_memory_gb"] > 0
+    assert all(row["val_loss"] > 0 for row in val_rows)
+    assert sum(row["tokens"] for row in train_rows) == result.tokens
+    # Training lowers the loss on this small, repetitive corpus.
+    assert val_rows[-1]["val_loss"] < val_rows[0]["val_loss"]
+
+
+def test_the_best_checkpoint_is_the_lowest_validation_loss(
+    trained: Any, base_model: Path, data_dir: Path, tmp_path: Path
+) -> None:
+    result: TrainResult = trained[0]
+    val_rows = [row for row in result.losses if row["kind"] == "val"]
+    best = min(val_rows, key=lambda row: row["val_loss"])
+
+    assert (result.best_iteration, result.best_val_loss) == (best["iteration"], best["val_loss"])
+    assert result.last_val_loss == val_rows[-1]["val_loss"]
+    assert result.chosen == "best"
+    chosen = (result.adapter_dir / "adapters.safetensors").read_bytes()
+    assert chosen == result.best_adapter.read_bytes()
+    # The files hold the weights those losses were measured on.
+    best_dir = _only(result.adapter_dir, result.best_adapter.name, tmp_path / "best")
+    last_dir = _only(result.adapter_dir, result.last_adapter.name, tmp_path / "last")
+    assert _val_loss(base_model, data_dir, best_dir) == pytest.approx(result.best_val_loss, rel=1e-4)
+    assert _val_loss(base_model, data_dir, last_dir) == pytest.approx(result.last_val_loss, rel=1e-4)
+    assert (result.adapter_dir / "0000006_adapters.safetensors").is_file()
+
+
+def test_early_stopping_stops_after_patience_evaluations_without_improvement(
+    base_model: Path, data_dir: Path, tmp_path: Path
+) -> None:
+    # A learning rate of zero never improves on iteration 0, so evaluations 1 and 2 exhaust patience 2.
+    config = dataclasses.replace(FAST, iters=40, learning_rate=0.0, early_stopping_patience=2)
+
+    result = train_adapter(base_model, data_dir, tmp_path, config)
+
+    assert result.stopped_early
+    assert result.iterations == 7  # evaluations at iterations 0 (best), 3 and 7
+    assert [row["iteration"] for row in result.losses if row["kind"] == "val"] == [0, 3, 7]
+    assert (result.best_iteration, result.last_val_loss) == (0, result.best_val_loss)
+    assert result.last_adapter.is_file() and result.best_adapter.is_file()
+    assert (tmp_path / "adapters.safetensors").is_file()
+
+
+def test_resume_starts_from_the_stored_adapter(
+    trained: Any, base_model: Path, data_dir: Path, tmp_path: Path
+) -> None:
+    previous: TrainResult = trained[0]
+    config = dataclasses.replace(FAST, iters=4)
+
+    resumed = train_adapter(
+        base_model, data_dir, tmp_path / "resumed", config, resume_from=previous.adapter_dir
+    )
+    fresh = train_adapter(base_model, data_dir, tmp_path / "fresh", config)
+
+    def first_val(result: TrainResult) -> float:
+        return float(next(row["val_loss"] for row in result.losses if row["kind"] == "val"))
+
+    assert first_val(resumed) == pytest.approx(previous.best_val_loss, rel=1e-4)
+    assert first_val(resumed) < first_val(fresh)
+    config_json = json.loads((tmp_path / "resumed" / "adapter_config.json").read_text())
+    assert config_json["resume_adapter_file"] == str(previous.adapter_dir / "adapters.safetensors")
+
+
+def test_resume_refuses_an_adapter_of_another_shape(
+    trained: Any, base_model: Path, data_dir: Path, tmp_path: Path
+) -> None:
+    config = dataclasses.replace(FAST, rank=8, iters=2)
+
+    with pytest.raises(ValueError, match=r"cannot resume from .*shape"):
+        train_adapter(base_model, data_dir, tmp_path, config, resume_from=trained[0].adapter_dir)
+
+
+@pytest.mark.parametrize("fine_tune_type", ["dora", "full"])
+def test_dora_and_full_adapters_load_in_mlx_lm(
+    base_model: Path, data_dir: Path, tmp_path: Path, fine_tune_type: str
+) -> None:
+    config = dataclasses.replace(FAST, fine_tune_type=fine_tune_type, iters=4, num_layers=1)
+
+    result = train_adapter(base_model, data_dir, tmp_path, config)
+
+    assert _val_loss(base_model, data_dir, tmp_path) == pytest.approx(result.best_val_loss, rel=1e-4)
+
+
+def test_a_split_smaller_than_the_batch_names_the_sizes(base_model: Path, tmp_path: Path) -> None:
+    data = _write_data(tmp_path / "data", (8, 2, 2), batch_size=2)
+
+    with pytest.raises(ValueError, match=r"at least batch_size=4 examples, but valid has 2"):
+        train_adapter(base_model, data, tmp_path / "adapter", FAST)
+    assert not (tmp_path / "adapter").exists()
+
+
+def _without(*names: str) -> Any:
+    def make(model: Path, out: Path) -> Path:
+        shutil.copytree(model, out)
+        for name in names:
+            (out / name).unlink()
+        return out
+
+    return make
+
+
+def _broken_config(model: Path, out: Path) -> Path:
+    shutil.copytree(model, out)
+    (out / "config.json").write_text("{not json")
+    return out
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda model, out: out / "missing", "is not a directory"),
+        (_without("config.json"), "has no config.json"),
+        (_broken_config, "is unreadable"),
+        (_without("model.safetensors"), r"has no model\*\.safetensors"),
+        (_without("tokenizer.json", "tokenizer_config.json"), "has no tokenizer files"),
+    ],
+)
+def test_a_bad_base_model_says_what_a_model_directory_holds(
+    base_model: Path, data_dir: Path, tmp_path: Path, make: Any, message: str
+) -> None:
+    bad = make(base_model, tmp_path / "model")
+
+    with pytest.raises(ModelDirectoryError, match=message) as caught:
+        train_adapter(bad, data_dir, tmp_path / "adapter", FAST)
+    assert "config.json, model weights as model*.safetensors and tokenizer files" in str(caught.value)
+    check_model_dir(base_model)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"fine_tune_type": "qlora"}, "fine_tune_type must be one of"),
+        ({"optimizer": "rmsprop"}, "optimizer must be one of"),
+        ({"iters": 0}, "iters must be a positive integer"),
+        ({"batch_size": True}, "batch_size must be a positive integer"),
+        ({"num_layers": 0}, "num_layers must be -1"),
+        ({"val_batches": 0}, "val_batches must be -1"),
+        ({"early_stopping_patience": 0}, "early_stopping_patience must be None or at least 1"),
+        ({"lr_schedule": {"name": "cosine_decay"}}, "lr_schedule needs 'name' and 'arguments'"),
+    ],
+)
+def test_train_config_rejects_bad_values(changes: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        TrainConfig(**changes)

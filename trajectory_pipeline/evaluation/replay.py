@@ -1,0 +1,443 @@
+"""Replay real decisions: pick the evaluation cases, ask a model for the next tool call, and score it.
+
+The core behind the `replay_eval` asset (no dagster here). A case is a rendered decision point of
+the adapter's training window; the model sees exactly what training showed it before the
+decision (the chat template over the history, with the tools) and answers at temperature 0:
+
+    cases = select_cases(window_rows, ReplayConfig(holdout_cases=64))
+    with loaded_model(Path("data/tiny-model"), adapter_path=None) as (model, tokenizer):
+        answers = generate_answers(model, tokenizer, [prompt_tokens(tokenizer, c) for c in cases],
+                                   ReplayConfig())
+    rows = score_cases(cases, answers, model_name="base", adapter_id=None)
+
+Lanes (eval_schema.LANES): `holdout` is the test split (sessions never trained on; the headline);
+`seen-exact` a sample of training decisions (are known workflows reproduced); `seen-variant` the
+test-split decisions whose workflow family also occurs in training. Each lane takes whole
+sessions in a seeded hash order until its cap, so decisions of one attempt stay together and
+share their prompt prefixes.
+
+Generation strategies, all from mlx-lm, with identical greedy answers (the bench proves it):
+- `one_at_a_time`: `stream_generate` per case, the reference;
+- `prompt_cache` (default): cases in token order, one KV cache trimmed back to the prefix the
+  next prompt shares (decisions of one attempt extend each other's history), so only the new
+  tail is prefilled, as mlx-lm's server does;
+- `batched`: `batch_generate` over groups of cases, each seeded with its group's shared prefix
+  cache; pays off on a GPU, where decoding several sequences costs about as much as one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import orjson
+import pandas as pd
+
+from trajectory_pipeline.dataset.render import parse_call_text
+from trajectory_pipeline.evaluation.answers import parse_answer
+from trajectory_pipeline.evaluation.schema import EVAL_COLUMNS, HOLDOUT, SEEN_EXACT, SEEN_VARIANT
+from trajectory_pipeline.evaluation.scoring import score_call
+from trajectory_pipeline.schema import canonical_json
+
+STRATEGIES = ("one_at_a_time", "prompt_cache", "batched")
+PREFILL_STEP = 2048  # mlx-lm's prefill_step_size
+
+
+@dataclass(frozen=True)
+class ReplayConfig:
+    """Lane sizes and how answers are generated."""
+
+    # Most cases per lane (whole sessions are taken in a seeded order until the cap).
+    holdout_cases: int = 64
+    seen_exact_cases: int = 16
+    seen_variant_cases: int = 16
+    # Generated tokens per answer: a tool call with its arguments fits; a rambling model is cut.
+    max_tokens: int = 192
+    # Answers per case; above 1 they are sampled at `temperature` (pass^k), else greedy.
+    samples: int = 1
+    temperature: float = 0.7
+    # Seed of the lanes' session order and of sampling.
+    seed: int = 0
+    strategy: str = "prompt_cache"
+    # Cases per batch_generate call (strategy "batched").
+    batch_size: int = 8
+
+    def __post_init__(self) -> None:
+        for name in ("holdout_cases", "seen_exact_cases", "seen_variant_cases"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+        for name in ("max_tokens", "samples", "batch_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {STRATEGIES}, got {self.strategy!r}")
+        if self.samples > 1 and not self.temperature > 0:
+            raise ValueError(f"samples > 1 needs a temperature above 0, got {self.temperature}")
+
+
+@dataclass(frozen=True)
+class EvalCase:
+    """One decision to replay, in one lane."""
+
+    lane: str
+    decision_id: str
+    session_id: str
+    source: str
+    family_id: str | None
+    action_class: str
+    decisive: bool
+    target_name: str
+    target_arguments: dict[str, Any]
+    messages: list[dict[str, Any]]  # the history before the decision, as the record holds it
+    tools: list[dict[str, Any]] | None
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str
+    prompt_tokens: int
+    generated_tokens: int
+
+
+@dataclass
+class Timing:
+    """What generating one model's answers cost (metadata, never rows: wall-clock values)."""
+
+    seconds: float = 0.0
+    cases: int = 0
+    prompt_tokens: int = 0
+    prefilled_tokens: int = 0  # prompt tokens actually computed (the rest came from a cache)
+    generated_tokens: int = 0
+    extra: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "seconds": self.seconds,
+            "cases": self.cases,
+            "prompt_tokens": self.prompt_tokens,
+            "prefilled_tokens": self.prefilled_tokens,
+            "generated_tokens": self.generated_tokens,
+            **self.extra,
+        }
+
+
+# --- cases -------------------------------------------------------------------------------------
+
+
+def case_from_row(row: dict[str, Any], lane: str) -> EvalCase:
+    """The history and the target of a rendered row (tools, chat or completions record)."""
+    record = orjson.loads(row["record"])
+    if "prompt" in record:
+        messages = [{"role": "user", "content": record["prompt"]}]
+        name, arguments = parse_call_text(record["completion"])
+    else:
+        *messages, last = record["messages"]
+        if last.get("tool_calls"):
+            function = last["tool_calls"][0]["function"]
+            raw = function["arguments"]
+            name, arguments = function["name"], json.loads(raw) if isinstance(raw, str) else raw
+        else:
+            name, arguments = parse_call_text(last["content"])
+    decisive = row.get("decisive")
+    family = row.get("family_id")
+    return EvalCase(
+        lane=lane,
+        decision_id=str(row["decision_id"]),
+        session_id=str(row["session_id"]),
+        source=str(row["source"]),
+        family_id=None if family is None or pd.isna(family) else str(family),
+        action_class=str(row["action_class"]),
+        decisive=bool(decisive) if decisive is not None and not pd.isna(decisive) else False,
+        target_name=name,
+        target_arguments=arguments,
+        messages=messages,
+        tools=record.get("tools"),
+    )
+
+
+def _session_order(sessions: Sequence[str], seed: int) -> list[str]:
+    return sorted(set(sessions), key=lambda s: hashlib.sha256(f"{seed}:{s}".encode()).hexdigest())
+
+
+def _take_sessions(rows: pd.DataFrame, cap: int, seed: int, lane: str) -> list[EvalCase]:
+    """Whole sessions in seeded order until `cap` cases; the last session may be cut."""
+    cases: list[EvalCase] = []
+    by_session = {str(sid): group for sid, group in rows.groupby("session_id", sort=False)}
+    for session in _session_order(list(by_session), seed):
+        group = by_session[session].sort_values("decision_id", kind="stable")
+        for row in cast(list[dict[str, Any]], group.to_dict("records")):
+            if len(cases) >= cap:
+                return cases
+            cases.append(case_from_row(row, lane))
+    return cases
+
+
+def select_cases(rows: pd.DataFrame, config: ReplayConfig) -> list[EvalCase]:
+    """The cases of every lane, from the window's rendered rows (after the window's dedupe)."""
+    missing = {"decision_id", "session_id", "split", "record", "source", "action_class"} - set(rows.columns)
+    if missing:
+        raise ValueError(f"rendered rows lack the columns {sorted(missing)}; got {list(rows.columns)}")
+    test = rows[rows["split"] == "test"]
+    train = rows[rows["split"] == "train"]
+    cases = _take_sessions(test, config.holdout_cases, config.seed, HOLDOUT)
+    cases += _take_sessions(train, config.seen_exact_cases, config.seed, SEEN_EXACT)
+    if "family_id" in rows.columns:
+        trained_families = set(train["family_id"].dropna())
+        variants = test[test["family_id"].isin(trained_families)]
+        cases += _take_sessions(variants, config.seen_variant_cases, config.seed, SEEN_VARIANT)
+    return cases
+
+
+def prompt_tokens(tokenizer: Any, case: EvalCase) -> list[int]:
+    """The prompt as training saw it: the chat template over the history and tools, then the
+    assistant's turn opened (mlx-lm's ChatDataset masks exactly this much with mask_prompt)."""
+    tokens = tokenizer.apply_chat_template(
+        case.messages, tools=case.tools, add_generation_prompt=True, tokenize=True, return_dict=False
+    )
+    return list(tokens)
+
+
+# --- models and generation ---------------------------------------------------------------------
+
+
+@contextmanager
+def loaded_model(model_dir: Path, adapter_path: Path | None = None) -> Iterator[tuple[Any, Any]]:
+    """`mlx_lm.load` with an optional adapter; the model is dropped when the block ends."""
+    from mlx_lm import load
+
+    loaded = load(str(model_dir), adapter_path=str(adapter_path) if adapter_path is not None else None)
+    model, tokenizer = loaded[0], loaded[1]
+    try:
+        yield model, tokenizer
+    finally:
+        del model
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _sampler(config: ReplayConfig) -> Any:
+    from mlx_lm.sample_utils import make_sampler
+
+    return make_sampler(temp=config.temperature if config.samples > 1 else 0.0)
+
+
+def _one_at_a_time(
+    model: Any, tokenizer: Any, prompts: list[list[int]], config: ReplayConfig, timing: Timing
+) -> list[Answer]:
+    from mlx_lm.generate import stream_generate
+
+    answers = []
+    for prompt in prompts:
+        generated: list[int] = []
+        for response in stream_generate(
+            model, tokenizer, prompt, max_tokens=config.max_tokens, sampler=_sampler(config)
+        ):
+            if response.finish_reason != "stop":
+                generated.append(int(response.token))
+        timing.prefilled_tokens += len(prompt)
+        answers.append(Answer(tokenizer.decode(generated), len(prompt), len(generated)))
+    return answers
+
+
+def _prompt_cache(
+    model: Any, tokenizer: Any, prompts: list[list[int]], config: ReplayConfig, timing: Timing
+) -> list[Answer]:
+    import mlx.core as mx
+    from mlx_lm.generate import generate_step
+    from mlx_lm.models.cache import can_trim_prompt_cache, make_prompt_cache, trim_prompt_cache
+
+    eos = set(tokenizer.eos_token_ids)
+    answers: list[Answer | None] = [None] * len(prompts)
+    cache: list[Any] | None = None
+    in_cache: list[int] = []  # the tokens the cache holds, in order
+    previous: list[int] = []
+    for index in sorted(range(len(prompts)), key=lambda i: prompts[i]):
+        prompt = prompts[index]
+        # Reuse only what the previous prompt's prefill computed (decoded tokens' keys come from
+        # other kernels, equal here but not promised in every dtype), and feed at least one token.
+        shared = min(_common_prefix(previous, prompt), len(prompt) - 1)
+        if cache is None or shared == 0 or not can_trim_prompt_cache(cache):
+            cache, in_cache, shared = make_prompt_cache(model), [], 0
+        else:
+            trim_prompt_cache(cache, len(in_cache) - shared)
+        fed: list[int] = []  # answer tokens, the end-of-turn token included
+        steps = generate_step(
+            mx.array(prompt[shared:]),
+            model,
+            max_tokens=config.max_tokens,
+            sampler=_sampler(config),
+            prompt_cache=cache,
+        )
+        for token, _ in steps:
+            fed.append(int(token))
+            if fed[-1] in eos:
+                break
+        steps.close()
+        timing.prefilled_tokens += len(prompt) - shared
+        # generate_step computes a token's successor before yielding it: every yielded token was fed.
+        in_cache, previous = [*prompt, *fed], prompt
+        generated = fed[:-1] if fed and fed[-1] in eos else fed
+        answers[index] = Answer(tokenizer.decode(generated), len(prompt), len(generated))
+    return [answer for answer in answers if answer is not None]
+
+
+def _batched(
+    model: Any, tokenizer: Any, prompts: list[list[int]], config: ReplayConfig, timing: Timing
+) -> list[Answer]:
+    import mlx.core as mx
+    from mlx_lm.generate import batch_generate
+    from mlx_lm.models.cache import make_prompt_cache
+
+    answers: list[Answer | None] = [None] * len(prompts)
+    order = sorted(range(len(prompts)), key=lambda i: prompts[i])
+    for start in range(0, len(order), config.batch_size):
+        group = order[start : start + config.batch_size]
+        shared = min(len(prompts[i]) for i in group) - 1
+        for i in group[1:]:
+            shared = min(shared, _common_prefix(prompts[group[0]], prompts[i]))
+        caches = None
+        if shared > 0:
+            cache = make_prompt_cache(model)
+            prefix = prompts[group[0]][:shared]
+            for chunk in range(0, shared, PREFILL_STEP):  # in chunks, as generate_step prefills
+                model(mx.array(prefix[chunk : chunk + PREFILL_STEP])[None], cache=cache)
+                mx.eval([c.state for c in cache])
+            caches = [cache for _ in group]  # batch_generate copies, never updates, these
+        response = batch_generate(
+            model,
+            tokenizer,
+            [prompts[i][max(shared, 0) :] for i in group],
+            prompt_caches=caches,
+            max_tokens=config.max_tokens,
+            sampler=_sampler(config),
+            return_token_ids=True,
+        )
+        timing.prefilled_tokens += max(shared, 0) + sum(len(prompts[i]) - max(shared, 0) for i in group)
+        for i, text, ids in zip(group, response.texts, response.token_ids or [], strict=True):
+            answers[i] = Answer(text, len(prompts[i]), len(ids))
+    return [answer for answer in answers if answer is not None]
+
+
+_STRATEGY = {"one_at_a_time": _one_at_a_time, "prompt_cache": _prompt_cache, "batched": _batched}
+
+
+def generate_answers(
+    model: Any, tokenizer: Any, prompts: list[list[int]], config: ReplayConfig, sample: int = 0
+) -> tuple[list[Answer], Timing]:
+    """One answer per prompt, in prompt order, with what generating them cost."""
+    import mlx.core as mx
+
+    mx.random.seed(config.seed + sample)
+    timing = Timing(cases=len(prompts), prompt_tokens=sum(len(p) for p in prompts))
+    started = time.perf_counter()
+    answers = _STRATEGY[config.strategy](model, tokenizer, prompts, config, timing) if prompts else []
+    timing.seconds = time.perf_counter() - started
+    timing.generated_tokens = sum(a.generated_tokens for a in answers)
+    return answers, timing
+
+
+# --- scoring -----------------------------------------------------------------------------------
+
+
+def score_cases(
+    cases: Sequence[EvalCase],
+    answers: Sequence[Answer],
+    *,
+    model_name: str,
+    adapter_id: str | None,
+    sample: int = 0,
+) -> pd.DataFrame:
+    """One eval_schema row per case: the parsed answer and its score."""
+    rows = []
+    for case, answer in zip(cases, answers, strict=True):
+        parsed = parse_answer(answer.text)
+        first = (parsed.calls[0].name, parsed.calls[0].arguments) if parsed.calls else None
+        score = score_call(first, case.target_name, case.target_arguments, case.source)
+        rows.append(
+            {
+                "model": model_name,
+                "adapter_id": adapter_id,
+                "lane": case.lane,
+                "decision_id": case.decision_id,
+                "session_id": case.session_id,
+                "source": case.source,
+                "family_id": case.family_id,
+                "target_name": case.target_name,
+                "target_arguments": canonical_json(case.target_arguments),
+                "action_class": case.action_class,
+                "decisive": case.decisive,
+                "sample": sample,
+                "raw_text": parsed.raw_text,
+                "starts_with_json": parsed.starts_with_json,
+                "thinking_preamble": parsed.thinking_preamble,
+                "parsed": parsed.parsed,
+                "calls": len(parsed.calls),
+                **{
+                    name: getattr(score, name)
+                    for name in (
+                        "predicted_name",
+                        "predicted_arguments",
+                        "name_match",
+                        "required_present",
+                        "target_match",
+                        "exact_match",
+                        "arg_shape",
+                        "param_names_match",
+                        "param_values_match",
+                        "passed",
+                        "failure",
+                    )
+                },
+                "prompt_tokens": answer.prompt_tokens,
+                "generated_tokens": answer.generated_tokens,
+            }
+        )
+    return pd.DataFrame(rows, columns=list(EVAL_COLUMNS))
+
+
+def evaluate_model(
+    model_dir: Path,
+    adapter_path: Path | None,
+    cases: Sequence[EvalCase],
+    config: ReplayConfig,
+    *,
+    model_name: str,
+    adapter_id: str | None,
+) -> tuple[pd.DataFrame, Timing]:
+    """Load one model, answer every case `config.samples` times, and score the answers.
+
+    A decision in two lanes (holdout and seen-variant) is asked once: the same prompt."""
+    frames, total = [], Timing()
+    first = {case.decision_id: index for index, case in reversed(list(enumerate(cases)))}
+    asked = sorted(set(first.values()))
+    with loaded_model(model_dir, adapter_path) as (model, tokenizer):
+        prompts = [prompt_tokens(tokenizer, cases[index]) for index in asked]
+        for sample in range(config.samples):
+            answers, timing = generate_answers(model, tokenizer, prompts, config, sample)
+            by_decision = {
+                cases[index].decision_id: answer for index, answer in zip(asked, answers, strict=True)
+            }
+            every = [by_decision[case.decision_id] for case in cases]
+            frames.append(
+                score_cases(cases, every, model_name=model_name, adapter_id=adapter_id, sample=sample)
+            )
+            total.seconds += timing.seconds
+            total.cases += timing.cases
+            total.prompt_tokens += timing.prompt_tokens
+            total.prefilled_tokens += timing.prefilled_tokens
+            total.generated_tokens += timing.generated_tokens
+    return pd.concat(frames, ignore_index=True), total

@@ -1,0 +1,584 @@
+"""Ingest UTC days of sessions from every source root, each day into two Parquet files.
+
+A day's partition holds every session whose *first event* falls on that day,
+so a session that runs past midnight stays whole. Files that cannot hold such
+a session are skipped before they are parsed (modification time, dates in
+the path, the start read from the file's head); the rest are streamed, their
+texts redacted, and written in batches, so memory stays flat. A range of days
+reads each file once for all the days it can hold, in chunks of days that can
+run in worker processes; each day's files are the same as ingesting it alone.
+
+    stats = ingest_day(roots, datetime.date(2026, 11, 20), events_path, quarantine_path)
+    by_day = ingest_days(roots, {day: (events_path, quarantine_path), ...}, workers=2)
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import datetime as dt
+import itertools
+import math
+import os
+import re
+import stat
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fnmatch import fnmatch
+from pathlib import Path
+from typing import Any, NamedTuple, cast
+
+from trajectory_pipeline import parallel
+from trajectory_pipeline.ingest.parsers import PARSERS, detect_source
+from trajectory_pipeline.ingest.parsers.lines import MAX_LINE_BYTES, read_head
+from trajectory_pipeline.ingest.redact import Redactor
+from trajectory_pipeline.parquet_io import BatchWriter, SharedBudget
+from trajectory_pipeline.schema import (
+    EVENT_SCHEMA,
+    EXCERPT_CHARS,
+    QUARANTINE_SCHEMA,
+    TEXT_CAP_CHARS,
+    BadLine,
+    Event,
+    cap_text,
+    excerpt,
+)
+
+DAY_US = 86_400 * 1_000_000
+
+# Sources whose tools write the session's (local) start date into the file path.
+# Local time may be a day off UTC, so a path date only rules a file out when it
+# is more than a day away from the partition.
+PATH_DATED_SOURCES = frozenset({"codex", "own_agent", "gemini_cli"})
+_PATH_DATE = re.compile(r"(\d{4})[-/](\d{2})[-/](\d{2})")
+
+# Event fields that can carry free text from the session, and so secrets.
+REDACTED_FIELDS = ("text", "tool_input", "cwd")
+
+# The most days one pass holds writers open for. A file whose sessions may start in two passes'
+# days is parsed by both (a chat export, whose head bounds nothing, by every pass up to its last
+# write): a 40-day range in 7-day passes parses 1.40 times its bytes, in two 20-day passes 1.08
+# times. But a pass's memory grows by about 3 MiB per open day (writers, statistics), and two
+# 20-day passes on two cores took the bench past 1 GiB for a few percent of speed.
+CHUNK_DAYS = 7
+# Rows a day's writer holds before writing them out, and what all the writers of a pass may hold
+# together (SharedBudget), however many days it has open.
+DAY_BATCH_ROWS = 4096
+PASS_BUFFER_ROWS = 7 * DAY_BATCH_ROWS
+PASS_BUFFER_BYTES = 64 * 1024 * 1024
+# Below this much to read, worker processes cost more to start than they save.
+PARALLEL_MIN_BYTES = 64 * 1024 * 1024
+
+MODIFIED_BEFORE_DAY = "modified_before_day"
+PATH_DATE = "path_date"
+STARTS_AFTER_DAY = "starts_after_day"
+WRONG_SOURCE_FOLDER = "wrong_source_folder"
+UNRECOGNIZED_FORMAT = "unrecognized_format"
+UNREADABLE_FILE = "unreadable_file"
+
+
+@dataclass(frozen=True)
+class SourceRoot:
+    """A folder that holds one source's transcripts."""
+
+    source: str
+    root: Path
+
+
+@dataclass
+class IngestStats:
+    """What one day's ingestion read, skipped, kept, quarantined and redacted."""
+
+    day: str
+    files_read: int = 0
+    files_skipped: Counter[str] = field(default_factory=Counter)
+    rows: int = 0
+    rows_by_source_kind: Counter[tuple[str, str]] = field(default_factory=Counter)
+    sessions_by_source: dict[str, set[str]] = field(default_factory=dict)
+    quarantined: Counter[str] = field(default_factory=Counter)
+    redactions: Counter[str] = field(default_factory=Counter)
+    truncated_texts: int = 0
+    misassigned_files: list[str] = field(default_factory=list)
+
+    @property
+    def sessions(self) -> int:
+        return sum(len(ids) for ids in self.sessions_by_source.values())
+
+
+def day_bounds(day: dt.date) -> tuple[int, int]:
+    """[start, end) of a UTC day in µs since the epoch."""
+    start = int(dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC).timestamp()) * 1_000_000
+    return start, start + DAY_US
+
+
+class SourceUnreadableError(Exception):
+    """A folder under a source root cannot be listed: ingesting around it would lose data silently."""
+
+
+class CandidateFile(NamedTuple):
+    source: str  # the format the file is read as (sniffed), or its root's when unrecognized
+    placed_under: str  # the source whose root the file was found under
+    # The file's path as a string: a range run holds one per file listed, and a Path object with
+    # its parsed parts takes three times the memory (a year of files, tens of megabytes).
+    location: str
+    mtime_us: int
+    size: int
+    problem: str | None = None  # a reason to quarantine the whole file instead of reading it
+    note: str = ""
+
+    @property
+    def path(self) -> Path:
+        return Path(self.location)
+
+
+def candidate_files(roots: Sequence[SourceRoot]) -> list[CandidateFile]:
+    """Every file under the roots that matches its parser's patterns, sniffed, in a stable order.
+
+    A file reachable twice (overlapping roots, symlinks) is listed once, by inode. A folder
+    that cannot be listed raises SourceUnreadableError rather than being skipped.
+    """
+    seen: set[tuple[int, int]] = set()
+    found = []
+    for root in roots:
+        for path in matching_files(root):
+            try:
+                info = os.stat(path)
+            except OSError as err:  # a dangling link, or a file deleted since the listing
+                found.append(_unreadable(root.source, path, err))
+                continue
+            if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) in seen:
+                continue
+            seen.add((info.st_dev, info.st_ino))
+            found.append(_sniffed(root.source, path, info.st_mtime_ns // 1000, info.st_size))
+    return found
+
+
+def matching_files(root: SourceRoot) -> list[str]:
+    """Every file under the root whose name fits the source's globs, in path order (as sorted Paths
+    compare, part by part); listing only, nothing is opened (the file sensor stats these). A folder
+    that cannot be listed is an error.
+
+    Paths as strings, walked folder by folder in name order: a year of transcripts is hundreds of
+    thousands of files, and a Path for each, held until sorted, took a hundred megabytes that the
+    process kept after the listing.
+    """
+    names = [pattern.removeprefix("**/") for pattern in PARSERS[root.source].globs]
+    matches: list[str] = []
+
+    def walk(folder: str) -> None:
+        try:
+            with os.scandir(folder) as entries:
+                listed = sorted(entries, key=lambda entry: entry.name)
+        except OSError as err:
+            raise SourceUnreadableError(
+                f"{root.source}: cannot list {err.filename} ({err.strerror}). Give this user read "
+                f"access to everything under {root.root}, or move that folder out of it."
+            ) from None
+        for entry in listed:
+            path = entry.name if folder == "." else os.path.join(folder, entry.name)
+            try:
+                is_dir = entry.is_dir()
+            except OSError:  # as os.walk: what cannot be told a folder is a file
+                is_dir = False
+            if not is_dir:
+                if any(fnmatch(entry.name, name) for name in names):
+                    matches.append(path)
+            elif not entry.is_symlink():  # as os.walk: a linked folder is not followed
+                walk(path)
+
+    walk(str(Path(root.root)))
+    return matches
+
+
+def _unreadable(source: str, path: str, err: OSError) -> CandidateFile:
+    try:
+        mtime_us = os.lstat(path).st_mtime_ns // 1000
+    except OSError:
+        mtime_us = 0
+    return CandidateFile(source, source, path, mtime_us, 0, UNREADABLE_FILE, f"{err.strerror}: {path}")
+
+
+def _sniffed(placed_under: str, location: str, mtime_us: int, size: int) -> CandidateFile:
+    """Read the file's head once, to know which parser reads it (and to report a wrong folder)."""
+    path = Path(location)
+    try:
+        head = read_head(path)
+    except OSError as err:
+        return _unreadable(placed_under, location, err)
+    if PARSERS[placed_under].sniff(path, head):
+        return CandidateFile(placed_under, placed_under, location, mtime_us, size)
+    detected = detect_source(path, head)
+    if detected is None:
+        note = f"no parser recognizes this file (placed under the {placed_under} root)"
+        return CandidateFile(placed_under, placed_under, location, mtime_us, size, UNRECOGNIZED_FORMAT, note)
+    note = f"looks like {detected}, found under the {placed_under} root; parsed as {detected}"
+    return CandidateFile(detected, placed_under, location, mtime_us, size, None, note)
+
+
+def path_date(path: Path) -> dt.date | None:
+    """The last YYYY-MM-DD (or YYYY/MM/DD) date written in the path, if any."""
+    found = _PATH_DATE.findall(str(path))
+    if not found:
+        return None
+    year, month, day = map(int, found[-1])
+    try:
+        return dt.date(year, month, day)
+    except ValueError:
+        return None
+
+
+def day_index(day: dt.date) -> int:
+    """Days since the epoch: the day of a µs timestamp is `micros // DAY_US`."""
+    return day.toordinal() - _EPOCH_ORDINAL
+
+
+_EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
+
+
+Verdict = tuple[str | None, int, int]  # (why the file is skipped, or None: it is read), first day, last day
+
+
+def _verdicts(source: str, path: Path, mtime_us: int, first: int, last: int) -> list[Verdict]:
+    """Which days of [first, last] (day indexes) must read the file (reason None), and why the
+    others need not, as (reason, lo, hi) spans: every check rules out a run of days, so a range
+    of any length costs one look at the file (its head at most).
+    """
+    # A session starting on day d writes on or after it; a day of slack covers agents that write
+    # local times without a zone (read as UTC), which can put a start after the mtime.
+    last_write = mtime_us // DAY_US + 1
+    spans: list[Verdict] = [(MODIFIED_BEFORE_DAY, max(first, last_write + 1), last)]
+    lo, hi = first, min(last, last_write)
+    dated = path_date(path) if source in PATH_DATED_SOURCES else None
+    if dated is not None:
+        d = day_index(dated)
+        spans += [(PATH_DATE, lo, min(hi, d - 2)), (PATH_DATE, max(lo, d + 2), hi)]
+        lo, hi = max(lo, d - 1), min(hi, d + 1)
+    if lo <= hi:
+        earliest = PARSERS[source].earliest_start(path)
+        if earliest is not None:
+            spans.append((STARTS_AFTER_DAY, lo, min(hi, earliest // DAY_US - 1)))
+            lo = max(lo, earliest // DAY_US)
+    spans.append((None, lo, hi))
+    return [span for span in spans if span[1] <= span[2]]
+
+
+class _Texts:
+    """Redaction of the texts that repeat across a file's events (its path, the working folder)."""
+
+    LIMIT = 4096
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        self._done: dict[str, tuple[str, dict[str, int]]] = {}
+
+    def redact(self, text: str) -> tuple[str, dict[str, int]]:
+        done = self._done.get(text)
+        if done is None:
+            if len(self._done) >= self.LIMIT:
+                self._done.clear()
+            done = self._done[text] = self.redactor.redact(text)
+        return done
+
+
+_EVENT_FIELD = {name: i for i, name in enumerate(Event._fields)}
+_TEXT, _TEXT_TRUNCATED = _EVENT_FIELD["text"], _EVENT_FIELD["text_truncated"]
+_SOURCE_PATH, _REDACTIONS = _EVENT_FIELD["source_path"], _EVENT_FIELD["redactions"]
+
+
+def _count_into(counts: Counter[str], found: dict[str, int]) -> int:
+    """Add a redaction's counts (Counter.update's generic path costs more than the redaction
+    of a short text) and return how many there were."""
+    total = 0
+    for kind, n in found.items():
+        counts[kind] += n
+        total += n
+    return total
+
+
+class _DayWriter:
+    """Redacts one day's events and bad lines and streams them to its two Parquet files."""
+
+    def __init__(self, day: dt.date, events: BatchWriter, quarantine: BatchWriter, texts: _Texts) -> None:
+        self.events = events
+        self.quarantine = quarantine
+        self.redactor = texts.redactor
+        self.texts = texts
+        self.stats = IngestStats(day.isoformat())
+        # The working folder repeats across a file's events: its redaction is remembered.
+        self._redacted_fields = (
+            (_TEXT, self.redactor.redact),
+            (_EVENT_FIELD["tool_input"], self.redactor.redact),
+            (_EVENT_FIELD["cwd"], texts.redact),
+        )
+
+    def add_event(self, item: Event, shown_path: str) -> None:
+        # Runs once per event: a few attribute reads, no per-event tuples or dicts unless a
+        # field changes (most events carry no secret and are written as parsed).
+        stats = self.stats
+        changed: list[Any] | None = None
+        for index, redact in self._redacted_fields:
+            value = cast("str | None", item[index])  # text, tool_input, cwd
+            if value:
+                cleaned, found = redact(value)
+                if found:
+                    changed = changed or list(item)
+                    changed[index] = cleaned
+                    changed[_REDACTIONS] += _count_into(stats.redactions, found)
+        if item.source_path != shown_path:
+            changed = changed or list(item)
+            changed[_SOURCE_PATH] = shown_path
+        text = item.text if changed is None else changed[_TEXT]
+        if text is not None and len(text) > TEXT_CAP_CHARS:
+            changed = changed or list(item)
+            changed[_TEXT] = cap_text(text)[0]
+            changed[_TEXT_TRUNCATED] = True
+            stats.truncated_texts += 1
+        elif item.text_truncated:
+            stats.truncated_texts += 1
+        if changed is not None:
+            item = Event._make(changed)
+        self.events.add(item, len(item.text or "") + len(item.tool_input or ""))
+        stats.rows += 1
+        stats.rows_by_source_kind[(item.source, item.kind)] += 1
+        sessions = stats.sessions_by_source.get(item.source)
+        if sessions is None:
+            sessions = stats.sessions_by_source[item.source] = set()
+        sessions.add(item.session_id)
+
+    def add_bad_line(self, bad: BadLine, shown_path: str) -> None:
+        cleaned, found = self.redactor.redact(bad.excerpt)
+        _count_into(self.stats.redactions, found)
+        bad = bad._replace(excerpt=cleaned[:EXCERPT_CHARS], source_path=shown_path)
+        self.quarantine.add(bad)
+        self.stats.quarantined[bad.reason] += 1
+
+
+def _file_level_bad_line(file: CandidateFile, reason: str) -> BadLine:
+    return BadLine(file.source, file.location, 0, reason, excerpt(file.note), file.size, None, file.mtime_us)
+
+
+def _ingest_file(
+    writers: Mapping[int, _DayWriter], file: CandidateFile, texts: _Texts, max_line_bytes: int
+) -> None:
+    """Parse one file once and hand each event to the writer of the day its session started on.
+
+    `writers` holds the days (indexes) the file is read for; what belongs to other days is dropped.
+    """
+    path_text = file.location
+    shown_path = texts.redact(path_text)[0]
+
+    def shown(source_path: str) -> str:  # a line may name another file (a sub-agent's parent)
+        return shown_path if source_path == path_text else texts.redact(source_path)[0]
+
+    mtime_writer = writers.get(file.mtime_us // DAY_US)
+    if file.placed_under != file.source:
+        for day_writer in writers.values():
+            day_writer.stats.misassigned_files.append(f"{file.location}: {file.note}")
+        if mtime_writer is not None:
+            mtime_writer.add_bad_line(_file_level_bad_line(file, WRONG_SOURCE_FOLDER), shown_path)
+    try:
+        for item in PARSERS[file.source].parse(file.path, max_line_bytes=max_line_bytes):
+            start = item.session_start
+            if isinstance(item, Event):
+                if start is not None and (writer := writers.get(start // DAY_US)) is not None:
+                    writer.add_event(item, shown(item.source_path))
+                continue
+            bad_day = (start if start is not None else file.mtime_us) // DAY_US
+            if (writer := writers.get(bad_day)) is not None:
+                writer.add_bad_line(item, shown(item.source_path))
+    except OSError as err:  # deleted or truncated by its agent while being read
+        if mtime_writer is not None:
+            failed = file._replace(note=f"{err.strerror} while reading {file.location}")
+            mtime_writer.add_bad_line(_file_level_bad_line(failed, UNREADABLE_FILE), shown_path)
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    """Consecutive days ingested by one pass over the files they need (in one process)."""
+
+    days: tuple[dt.date, ...]
+    outputs: tuple[tuple[Path, Path], ...]  # each day's events and quarantine files
+    # In listing order, each with the days [lo, hi] it is read for.
+    files: tuple[tuple[CandidateFile, int, int], ...]
+    redactor: Redactor
+    max_line_bytes: int
+
+
+def _ingest_chunk(chunk: _Chunk) -> list[IngestStats]:
+    texts = _Texts(chunk.redactor)
+    budget = SharedBudget(PASS_BUFFER_ROWS, PASS_BUFFER_BYTES)
+    with contextlib.ExitStack() as stack:
+        writers: dict[int, _DayWriter] = {}
+        for day, (events_path, quarantine_path) in zip(chunk.days, chunk.outputs, strict=True):
+            events = stack.enter_context(
+                BatchWriter(events_path, EVENT_SCHEMA, batch_rows=DAY_BATCH_ROWS, budget=budget)
+            )
+            quarantine = stack.enter_context(BatchWriter(quarantine_path, QUARANTINE_SCHEMA, budget=budget))
+            writers[day_index(day)] = _DayWriter(day, events, quarantine, texts)
+        for file, lo, hi in chunk.files:
+            targets = {d: writer for d, writer in writers.items() if lo <= d <= hi}
+            if not targets:
+                continue
+            if file.problem is not None:  # lo == hi == its modification day
+                bad = _file_level_bad_line(file, file.problem)
+                targets[lo].add_bad_line(bad, texts.redact(file.location)[0])
+                continue
+            _ingest_file(targets, file, texts, chunk.max_line_bytes)
+    return [writer.stats for writer in writers.values()]
+
+
+def ingest_days(
+    roots: Sequence[SourceRoot],
+    outputs: Mapping[dt.date, tuple[Path, Path]],
+    *,
+    redactor: Redactor | None = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    files: Sequence[CandidateFile] | None = None,
+    workers: int = 1,
+    chunk_days: int = CHUNK_DAYS,
+    parallel_min_bytes: int = PARALLEL_MIN_BYTES,
+) -> dict[dt.date, IngestStats]:
+    """Ingest several days, each into its (events, quarantine) pair of files, reading each file once.
+
+    Days go in chunks of at most `chunk_days` consecutive days (what one pass holds open), and
+    chunks run in up to `workers` processes once the files to read add up to `parallel_min_bytes`.
+    Each day's files are the same, row for row, as `ingest_day` writes for it alone.
+    """
+    if not outputs:
+        return {}
+    redactor = redactor if redactor is not None else Redactor()
+    files = candidate_files(roots) if files is None else files
+    days = sorted(outputs)
+    indexes = [day_index(day) for day in days]
+    if workers > 1 and sum(f.size for f in files if f.mtime_us // DAY_US >= indexes[0]) >= parallel_min_bytes:
+        parallel.warm_up(workers)  # likely to run in processes: their start overlaps the planning
+    # Per reason (None: read), +1/-1 at the first and past the last day of each span: a file
+    # costs the same whether the range is a day or a year.
+    tallies: dict[str | None, list[int]] = defaultdict(lambda: [0] * (len(days) + 1))
+    planned: list[tuple[CandidateFile, int, int]] = []
+    read_bytes = 0
+    for file in files:
+        verdicts: list[Verdict] = []
+        if file.problem is None:
+            try:
+                verdicts = _verdicts(file.source, file.path, file.mtime_us, indexes[0], indexes[-1])
+            except OSError as err:  # gone (or locked) since the listing: quarantined on its listed day
+                file = file._replace(problem=UNREADABLE_FILE, note=f"{err.strerror}: {file.location}")
+        if file.problem is not None:
+            verdicts = [(file.problem, indexes[0], indexes[-1])]
+            planned.append((file, file.mtime_us // DAY_US, file.mtime_us // DAY_US))
+        for reason, lo, hi in verdicts:
+            a, b = bisect.bisect_left(indexes, lo), bisect.bisect_right(indexes, hi)
+            if a < b:
+                tallies[reason][a] += 1
+                tallies[reason][b] -= 1
+                if reason is None:
+                    planned.append((file, lo, hi))
+                    read_bytes += file.size
+    stats = {day: IngestStats(day.isoformat()) for day in days}
+    for reason, tally in tallies.items():
+        for day, count in zip(days, itertools.accumulate(tally), strict=False):
+            if not count:
+                continue
+            if reason is None:
+                stats[day].files_read = count
+            else:
+                stats[day].files_skipped[reason] = count
+    in_processes = workers > 1 and read_bytes >= parallel_min_bytes
+    count = max(math.ceil(len(days) / chunk_days), min(workers, len(days)) if in_processes else 1)
+    chunks = []
+    for part in _balanced_parts(days, planned, count, chunk_days):
+        lo, hi = day_index(part[0]), day_index(part[-1])
+        chunks.append(
+            _Chunk(
+                tuple(part),
+                tuple(outputs[day] for day in part),
+                tuple(f for f in planned if f[1] <= hi and f[2] >= lo),
+                redactor,
+                max_line_bytes,
+            )
+        )
+    for chunk_stats in parallel.map_in_processes(_ingest_chunk, chunks, workers if in_processes else 1):
+        for found in chunk_stats:
+            _merge(stats[dt.date.fromisoformat(found.day)], found)
+    return stats
+
+
+def _balanced_parts(
+    days: list[dt.date], planned: Sequence[tuple[CandidateFile, int, int]], count: int, chunk_days: int
+) -> list[list[dt.date]]:
+    """At most `count` runs of consecutive days, each of at most `chunk_days`, whose files to read
+    weigh about the same: the passes run side by side, and the heaviest decides when all are done.
+
+    Days are not equal: a pass reads every file that may hold a session starting on one of its
+    days, so the earlier passes of a range also read the files that no head bounds (chat exports,
+    up to their last write), and busy days weigh more. A pass over positions p..q reads the files
+    with lo <= day q and hi >= day p: the bytes of files starting by q less those ended before p.
+    """
+    at = [day_index(day) for day in days]
+    by_lo = sorted((lo, file.size) for file, lo, _ in planned)
+    by_hi = sorted((hi, file.size) for file, _, hi in planned)
+    sizes_by_lo = list(itertools.accumulate(size for _, size in by_lo))
+    sizes_by_hi = list(itertools.accumulate(size for _, size in by_hi))
+
+    def weight_upto(q: int) -> int:  # bytes of files read from day q on, or before
+        k = bisect.bisect_right(by_lo, (at[q], math.inf))
+        return sizes_by_lo[k - 1] if k else 0
+
+    def weight_before(p: int) -> int:  # bytes of files whose last day to read is before day p
+        k = bisect.bisect_left(by_hi, (at[p], -1))
+        return sizes_by_hi[k - 1] if k else 0
+
+    upto = [weight_upto(q) for q in range(len(days))]
+    before = [weight_before(p) for p in range(len(days))]
+
+    def runs(limit: int) -> list[list[dt.date]]:
+        """Greedy runs of days each weighing at most `limit` (or one day, whatever it weighs)."""
+        parts, p = [], 0
+        while p < len(days):
+            q = p
+            while q + 1 < len(days) and q + 1 - p < chunk_days and upto[q + 1] - before[p] <= limit:
+                q += 1
+            parts.append(days[p : q + 1])
+            p = q + 1
+        return parts
+
+    low, high = 0, max(upto[-1], 1)  # the least heaviest-run weight that needs no more than `count` runs
+    while low < high:
+        mid = (low + high) // 2
+        if len(runs(mid)) <= count:
+            high = mid
+        else:
+            low = mid + 1
+    return runs(low)
+
+
+def _merge(into: IngestStats, found: IngestStats) -> None:
+    """What a chunk saw of a day, added to what the planning counted (files read and skipped)."""
+    into.rows += found.rows
+    into.rows_by_source_kind.update(found.rows_by_source_kind)
+    for source, ids in found.sessions_by_source.items():
+        into.sessions_by_source.setdefault(source, set()).update(ids)
+    into.quarantined.update(found.quarantined)
+    into.redactions.update(found.redactions)
+    into.truncated_texts += found.truncated_texts
+    into.misassigned_files.extend(found.misassigned_files)
+
+
+def ingest_day(
+    roots: Sequence[SourceRoot],
+    day: dt.date,
+    events_path: Path,
+    quarantine_path: Path,
+    *,
+    redactor: Redactor | None = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    files: Sequence[CandidateFile] | None = None,
+) -> IngestStats:
+    """Write the events and quarantined lines of sessions starting on `day` to two Parquet files.
+
+    `files` lets a run over many days list the roots once; by default they are listed here.
+    """
+    outputs = {day: (events_path, quarantine_path)}
+    return ingest_days(roots, outputs, redactor=redactor, max_line_bytes=max_line_bytes, files=files)[day]

@@ -1,0 +1,211 @@
+"""Chat-format JSONL: one OpenAI-style conversation per line.
+
+Each line is `{"messages": [...], "tools": [...]?}` with roles system/developer, user,
+assistant (optional `tool_calls`, legacy `function_call`, `reasoning_content`) and tool
+(legacy `function`), `content` a string or a list of parts. Optional per-line `id` or
+`session_id`, `timestamp` / `created_at` / `metadata.timestamp`, and `model`.
+
+A line is a session: its id is the line's own id, else a short sha256 of the line's
+canonical JSON (so copies of a conversation dedupe, and the id is the same on every
+machine). Its start is the line's timestamp, else a YYYY-MM-DD date in the file name,
+else the file's mtime. A line that is not JSON is quarantined with the next session in
+the file; a line that is JSON but breaks the format is quarantined with its own session,
+whole, so no conversation reaches training with a hole in it.
+
+    from trajectory_pipeline.ingest.parsers import chat_jsonl
+    events = list(chat_jsonl.parse(Path("export_2025-01-31.jsonl")))
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from trajectory_pipeline.ingest.parsers.common import (
+    Orphans,
+    RecordError,
+    UnknownRecordType,
+    WrongFieldType,
+    bad_record,
+    content_text,
+    fallback_start,
+    get_dict,
+    get_list,
+    get_str,
+    new_event,
+    parse_arguments,
+    sniff_first_line,
+)
+from trajectory_pipeline.ingest.parsers.lines import MAX_LINE_BYTES, read_json_lines
+from trajectory_pipeline.schema import BadLine, Event, canonical_json, parse_ts
+
+SOURCE = "chat_jsonl"
+GLOBS = ("**/*.jsonl",)
+
+_SESSION_ID_HEX = 16
+
+
+def _looks_like_chat(obj: dict[str, Any]) -> bool:
+    messages = obj.get("messages")
+    if not isinstance(messages, list):
+        return False
+    first = messages[0] if messages else None
+    return isinstance(first, dict) and isinstance(first.get("role"), str)
+
+
+_CHAT_PREFIX = re.compile(rb'\{.{0,2000}?"messages"\s*:\s*\[\s*\{\s*"', re.DOTALL)
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    """A first line that is a JSON object holding a `messages` list of role-tagged objects."""
+    return sniff_first_line(head, _looks_like_chat, _CHAT_PREFIX)
+
+
+def earliest_start(path: Path) -> int | None:
+    """None: the lines of a chat file are independent sessions in no particular order, so the head
+    bounds nothing and the file must be read for every partition."""
+    return None
+
+
+def _line_id(obj: dict[str, Any]) -> str:
+    for key in ("id", "session_id"):
+        value = obj.get(key)
+        if isinstance(value, str) and value:
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:_SESSION_ID_HEX]
+
+
+def _line_ts(obj: dict[str, Any]) -> int | None:
+    metadata = obj.get("metadata")
+    candidates = [obj.get("timestamp"), obj.get("created_at")]
+    if isinstance(metadata, dict):
+        candidates.append(metadata.get("timestamp"))
+    for value in candidates:
+        ts = parse_ts(value)
+        if ts is not None:
+            return ts
+    return None
+
+
+def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | BadLine]:
+    """Stream the events of every conversation in `path`, one line at a time."""
+    source_path = str(path)
+    orphans = Orphans(path)
+    file_start: int | None = None
+    seq = 0
+    for item in read_json_lines(path, SOURCE, max_line_bytes):
+        if isinstance(item, BadLine):
+            yield from orphans.hold(item)
+            continue
+        obj = item.obj
+        session_id = _line_id(obj)
+        line_ts = _line_ts(obj)
+        if line_ts is None and file_start is None:
+            file_start = fallback_start(path)
+        session_start = line_ts if line_ts is not None else file_start
+        yield from orphans.release(session_id, session_start)
+        try:
+            rows, model = _conversation(obj, line_ts)
+        except RecordError as err:
+            yield bad_record(
+                SOURCE,
+                source_path,
+                item.line_no,
+                err.reason,
+                obj,
+                str(err),
+                session_id=session_id,
+                session_start=session_start,
+            )
+        else:
+            # After the row's fields: is_error, exit_code, cwd, repo and git_branch (none known
+            # here), the model, and the defaults of the rest.
+            line_no = item.line_no
+            rest = (None, None, None, None, None, model, False, None, None, None, False, None, False, 0)
+            for row in rows:
+                yield new_event((SOURCE, session_id, session_start, source_path, line_no, seq, *row, *rest))
+                seq += 1
+    yield from orphans.release(None, None)
+
+
+# One event's own fields, in `Event` order: ts, role, kind, text, tool_name, tool_call_id and
+# tool_input. A plain tuple: a line has dozens, each spliced into its event at once.
+_Row = tuple[int | None, str, str, str | None, str | None, str | None, str | None]
+
+
+def _conversation(obj: dict[str, Any], line_ts: int | None) -> tuple[list[_Row], str | None]:
+    """All events of one line and its model, read before any is yielded so a broken line is
+    quarantined whole."""
+    messages = get_list(obj, "messages")
+    if messages is None:
+        raise UnknownRecordType("not a chat record: no messages list")
+    model = get_str(obj, "model")
+    out: list[_Row] = []
+    tools = get_list(obj, "tools")
+    if tools:
+        out.append((line_ts, "system", "meta", canonical_json({"tools": tools}), None, None, None))
+    call_names: dict[str, str] = {}
+    for index, message in enumerate(messages):
+        where = f"messages[{index}]."
+        if not isinstance(message, dict):
+            raise WrongFieldType(where.rstrip("."), "an object", message)
+        ts = parse_ts(message.get("timestamp"))
+        out.extend(_message_events(message, where, ts if ts is not None else line_ts, call_names))
+    return out, model
+
+
+def _message_events(
+    message: dict[str, Any], where: str, ts: int | None, call_names: dict[str, str]
+) -> list[_Row]:
+    role = get_str(message, "role", where)
+    text = content_text(message.get("content"), where + "content")
+    if role in ("system", "developer"):
+        return [(ts, "system", "meta", text, None, None, None)]
+    if role == "user":
+        return [(ts, "user", "message", text, None, None, None)]
+    if role == "assistant":
+        return _assistant_events(message, where, ts, text, call_names)
+    if role in ("tool", "function"):
+        call_id = get_str(message, "tool_call_id", where)
+        name = get_str(message, "name", where) or call_names.get(call_id or "")
+        return [(ts, "tool", "tool_result", text, name, call_id, None)]
+    raise UnknownRecordType(f"{where}role: unknown role {role!r}")
+
+
+def _assistant_events(
+    message: dict[str, Any], where: str, ts: int | None, text: str | None, call_names: dict[str, str]
+) -> list[_Row]:
+    out: list[_Row] = []
+    reasoning = get_str(message, "reasoning_content", where)
+    if reasoning:
+        out.append((ts, "assistant", "reasoning", reasoning, None, None, None))
+    calls = list(enumerate(get_list(message, "tool_calls", where) or []))
+    legacy = get_dict(message, "function_call", where)
+    if legacy is not None:
+        calls.append((-1, {"function": legacy}))
+    if text or not calls:
+        out.append((ts, "assistant", "message", text, None, None, None))
+    for index, call in calls:
+        call_where = f"{where}tool_calls[{index}]." if index >= 0 else f"{where}function_call."
+        out.append(_tool_call(call, call_where, ts, call_names))
+    return out
+
+
+def _tool_call(call: object, where: str, ts: int | None, call_names: dict[str, str]) -> _Row:
+    if not isinstance(call, dict):
+        raise WrongFieldType(where.rstrip("."), "an object", call)
+    # Some exports flatten {name, arguments} into the call instead of nesting them under `function`.
+    function = get_dict(call, "function", where) or call
+    name = get_str(function, "name", where + "function.")
+    if name is None:
+        raise WrongFieldType(where + "function.name", "a string", None)
+    call_id = get_str(call, "id", where)
+    if call_id is not None:
+        call_names[call_id] = name
+    arguments = parse_arguments(function.get("arguments"), where + "function.arguments")
+    return (ts, "assistant", "tool_call", None, name, call_id, canonical_json(arguments))

@@ -1,0 +1,332 @@
+"""Helpers that several format parsers share, so each format module holds only its own format.
+
+- typed field access (`get_str`, `get_dict`, ...) raising `WrongFieldType`, the
+  `RecordError`s a parser raises for a record that breaks its format, and `bad_record`,
+  the quarantine row for such a record;
+- OpenAI-style message pieces: `content_text` (a content string or part list) and
+  `parse_arguments` (a tool call's arguments, JSON string or object);
+- JSON-lines helpers: `sniff_first_line`, `fallback_start` for undated lines, and `Orphans`,
+  which parks bad lines until the session they belong to is known;
+- whole-file JSON formats (Gemini CLI, SWE-agent): `load_json_document` and `stamp_events`.
+
+Line reading itself lives in `lines.py`; reasons and the `Event` record in `schema.py`.
+
+    from trajectory_pipeline.ingest.parsers.common import get_str, load_json_document
+"""
+
+from __future__ import annotations
+
+import codecs
+import datetime as dt
+import functools
+import itertools
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any, cast
+
+import orjson
+
+from trajectory_pipeline.ingest.parsers.lines import file_mtime_us, why_unreadable
+from trajectory_pipeline.schema import (
+    FILE_TOO_LARGE,
+    NOT_AN_OBJECT,
+    TRUNCATED_FILE,
+    UNKNOWN_RECORD_TYPE,
+    WRONG_FIELD_TYPE,
+    BadLine,
+    Event,
+    event,
+    excerpt,
+)
+
+# One event's fields before the file-wide ones (source, session, seq) are added.
+Fields = dict[str, Any]
+
+# `Event(*values)` from all its values in field order, without the argument handling of
+# NamedTuple.__new__, which costs as much again: the busy parsers build events with it.
+new_event = cast(Callable[[tuple[Any, ...]], Event], functools.partial(tuple.__new__, Event))
+
+# Whole-file formats are loaded at once; past this size a file is refused, not loaded.
+MAX_FILE_BYTES = 256 * 1024 * 1024
+
+# Bad lines held while waiting for the session they belong to; past this they go out unassigned.
+ORPHAN_CAP = 10_000
+
+_NOTE_SOURCE_BYTES = 1024
+
+
+# --- typed field access ----------------------------------------------------------------------
+
+
+class RecordError(Exception):
+    """A parsed record that breaks its format: that record is quarantined, not the file.
+
+    `reason` is the quarantine reason; the message says what was wrong (see `bad_record`).
+    """
+
+    reason: str
+
+
+class WrongFieldType(RecordError):
+    """A known record with a field of the wrong JSON type."""
+
+    reason = WRONG_FIELD_TYPE
+
+    def __init__(self, field: str, expected: str, value: object) -> None:
+        super().__init__(f"{field}: expected {expected}, got {_json_type(value)}")
+
+
+class UnknownRecordType(RecordError):
+    """A record of a type (or role) the format does not have, or not yet."""
+
+    reason = UNKNOWN_RECORD_TYPE
+
+
+_JSON_TYPE_NAMES: dict[type, str] = {str: "string", list: "array", dict: "object"}
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def get_str(obj: dict[str, Any], key: str, where: str = "") -> str | None:
+    """`obj[key]` when it is a string, None when absent or null; any other type is a WrongFieldType."""
+    value = obj.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise WrongFieldType(where + key, "a string", value)
+
+
+def get_dict(obj: dict[str, Any], key: str, where: str = "") -> dict[str, Any] | None:
+    value = obj.get(key)
+    if value is None or isinstance(value, dict):
+        return value
+    raise WrongFieldType(where + key, "an object", value)
+
+
+def get_list(obj: dict[str, Any], key: str, where: str = "") -> list[Any] | None:
+    value = obj.get(key)
+    if value is None or isinstance(value, list):
+        return value
+    raise WrongFieldType(where + key, "an array", value)
+
+
+def get_int(obj: dict[str, Any], key: str, where: str = "") -> int | None:
+    value = obj.get(key)
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    raise WrongFieldType(where + key, "an integer", value)
+
+
+def get_number(obj: dict[str, Any], key: str, where: str = "") -> float | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    raise WrongFieldType(where + key, "a number", value)
+
+
+def bad_record(
+    source: str,
+    source_path: str,
+    line_no: int,
+    reason: str,
+    value: object,
+    note: str | None = None,
+    *,
+    session_id: str | None = None,
+    session_start: int | None = None,
+) -> BadLine:
+    """A quarantine row for a parsed record (a line, or an element of a whole-file document).
+
+    The raw bytes are gone by then, so the excerpt and byte length come from re-serializing
+    the value; a `note` (what was wrong) leads the excerpt when given.
+    """
+    raw = orjson.dumps(value, default=repr)
+    text: bytes | str = raw
+    if note is not None:
+        text = f"{note} | {raw[:_NOTE_SOURCE_BYTES].decode('utf-8', errors='replace')}"
+    return BadLine(source, source_path, line_no, reason, excerpt(text), len(raw), session_id, session_start)
+
+
+# --- OpenAI-style message pieces -------------------------------------------------------------
+
+
+def parse_arguments(raw: object, where: str = "arguments") -> dict[str, Any]:
+    """Tool arguments as an object: JSON strings are parsed; text that is not a JSON object is kept as
+    `{"raw": text}` so a sloppy call still counts as a call."""
+    if raw is None:
+        return {}
+    if isinstance(raw, dict):
+        return raw
+    if not isinstance(raw, str):
+        raise WrongFieldType(where, "a JSON string or an object", raw)
+    if not raw.strip():
+        return {}
+    try:
+        parsed = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return {"raw": raw}
+    return parsed if isinstance(parsed, dict) else {"raw": raw}
+
+
+def content_text(content: object, where: str = "content") -> str | None:
+    """The text of a message's content: a string, or a list of parts whose text is joined.
+
+    Parts without text (images, files) leave a short marker such as `[image]`, never their payload,
+    which may be a megabyte of base64.
+    """
+    if content is None or isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise WrongFieldType(where, "a string or a list of parts", content)
+    pieces: list[str] = []
+    for part in content:
+        if isinstance(part, str):
+            pieces.append(part)
+            continue
+        if not isinstance(part, dict):
+            raise WrongFieldType(where + "[]", "an object", part)
+        text = part.get("text")
+        if isinstance(text, str):
+            pieces.append(text)
+            continue
+        kind = part.get("type")
+        if not isinstance(kind, str):
+            kind = "part"
+        pieces.append("[image]" if "image" in kind else f"[{kind}]")
+    return "\n".join(pieces)
+
+
+# --- JSON-lines formats ----------------------------------------------------------------------
+
+
+SNIFF_LINES = 20  # lines of the head a sniff may look through
+
+
+def _head_lines(head: bytes) -> Iterator[tuple[bytes, bool]]:
+    """The non-blank lines of a file's head, each with whether its newline falls inside the head."""
+    start = 0
+    while start <= len(head):
+        end = head.find(b"\n", start)
+        if end == -1:
+            line = head[start:].strip()
+            if line:
+                yield line, False
+            return
+        line = head[start:end].strip()
+        if line:
+            yield line, True
+        start = end + 1
+
+
+def sniff_first_line(
+    head: bytes, matches: Callable[[dict[str, Any]], bool], prefix: re.Pattern[bytes]
+) -> bool:
+    """Judge a JSON-lines head by its first line that parses (a damaged line before it must not
+    cost the file its good lines: it is quarantined like any other), or by a line's opening bytes
+    when the head cuts that line short."""
+    for line, complete in itertools.islice(_head_lines(head), SNIFF_LINES):
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            if not complete:
+                return prefix.match(line) is not None
+            continue
+        return isinstance(obj, dict) and matches(obj)
+    return False
+
+
+_NAME_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
+
+
+def fallback_start(path: Path) -> int:
+    """The start to give sessions whose lines carry no time: a YYYY-MM-DD in the file name
+    (midnight UTC), else the file's mtime."""
+    match = _NAME_DATE.search(path.name)
+    if match:
+        try:
+            year, month, day_of_month = map(int, match.groups())
+            day = dt.datetime(year, month, day_of_month, tzinfo=dt.UTC)
+        except ValueError:
+            pass
+        else:
+            return int(day.timestamp()) * 1_000_000
+    return file_mtime_us(path)
+
+
+class Orphans:
+    """Bad lines met before the session they belong to has started.
+
+    They join the next session that starts, or go out unassigned (no session id, the file's
+    fallback start) at the end of the file, or as soon as `cap` pile up, so a file of junk
+    cannot grow memory.
+    """
+
+    def __init__(self, path: Path, cap: int = ORPHAN_CAP) -> None:
+        self._path = path
+        self._cap = cap
+        self._held: list[BadLine] = []
+
+    def hold(self, bad: BadLine) -> list[BadLine]:
+        self._held.append(bad)
+        return self.release(None, None) if len(self._held) >= self._cap else []
+
+    def release(self, session_id: str | None, session_start: int | None) -> list[BadLine]:
+        if not self._held:
+            return []
+        if session_start is None:
+            session_start = fallback_start(self._path)
+        held, self._held = self._held, []
+        return [bad._replace(session_id=session_id, session_start=session_start) for bad in held]
+
+
+# --- whole-file JSON formats -----------------------------------------------------------------
+
+
+def load_json_document(path: Path, source: str, max_bytes: int = MAX_FILE_BYTES) -> dict[str, Any] | BadLine:
+    """The file's top-level JSON object, or one BadLine (line 0) saying why it cannot be had."""
+    source_path = str(path)
+    size = os.stat(path).st_size
+    if size > max_bytes:
+        return _too_large(source, source_path, size, max_bytes)
+    with open(path, "rb") as handle:
+        body = handle.read(max_bytes + 1)
+    if len(body) > max_bytes:  # grew since the stat
+        return _too_large(source, source_path, len(body), max_bytes)
+    body = body.removeprefix(codecs.BOM_UTF8)
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError as err:
+        # An error at the very end means the text stopped early: a file caught mid-write.
+        reason = why_unreadable(body, err.pos >= len(body.rstrip()), TRUNCATED_FILE)
+        near = body[max(0, err.pos - 100) : err.pos + 100]
+        return BadLine(source, source_path, 0, reason, excerpt(near), len(body))
+    if not isinstance(doc, dict):
+        return BadLine(source, source_path, 0, NOT_AN_OBJECT, excerpt(body), len(body))
+    return doc
+
+
+def _too_large(source: str, source_path: str, size: int, max_bytes: int) -> BadLine:
+    note = f"{size} bytes, over the {max_bytes}-byte cap for whole-file formats"
+    return BadLine(source, source_path, 0, FILE_TOO_LARGE, note, size)
+
+
+def stamp_events(items: Iterable[Fields | BadLine], common: Fields) -> Iterator[Event | BadLine]:
+    """Turn per-record fields into Events with the file's shared fields and a running `seq`."""
+    seq = 0
+    for item in items:
+        if isinstance(item, BadLine):
+            yield item._replace(session_id=common["session_id"], session_start=common["session_start"])
+            continue
+        yield event(seq=seq, **common, **item)
+        seq += 1

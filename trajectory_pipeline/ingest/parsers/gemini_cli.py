@@ -1,0 +1,315 @@
+"""Gemini CLI chat files: `~/.gemini/tmp/<projectHash>/chats/session-*.json`.
+
+One JSON object per file, rewritten whole by the CLI after every message:
+`{sessionId, projectHash, startTime, lastUpdated, messages: [...]}`. Messages are
+`user`, `gemini` (the assistant), `info`, `warning` or `error`. One `gemini`
+record can hold several model turns: its thoughts and tool calls carry their own
+timestamps, so they are replayed in time order, each batch of parallel calls (same
+timestamp) followed by its results, which is what the model saw before its next call.
+
+`logs.json` beside the chats (a list of the user's prompts) is deliberately not read:
+every prompt in it is also a user message of the session file, and it has no tool
+calls. It does not match GLOBS, does not sniff as this format, and `parse` refuses
+it as `not_an_object`.
+
+    from trajectory_pipeline.ingest.parsers import gemini_cli
+    events = list(gemini_cli.parse(Path("session-2025-12-01T21-45-5b959dae.json")))
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from trajectory_pipeline.ingest.parsers.common import (
+    MAX_FILE_BYTES,
+    Fields,
+    bad_record,
+    load_json_document,
+    stamp_events,
+)
+from trajectory_pipeline.ingest.parsers.lines import MAX_LINE_BYTES, file_mtime_us, read_head
+from trajectory_pipeline.schema import (
+    UNKNOWN_RECORD_TYPE,
+    WRONG_FIELD_TYPE,
+    BadLine,
+    Event,
+    canonical_json,
+    parse_ts,
+)
+
+SOURCE = "gemini_cli"
+GLOBS: tuple[str, ...] = ("**/session-*.json",)
+
+_ROLE_KIND = {
+    "user": ("user", "message"),
+    "gemini": ("assistant", "message"),
+    "info": ("system", "meta"),
+    "warning": ("system", "meta"),
+    "error": ("system", "error"),
+}
+_FAILED = frozenset({"error", "cancelled"})
+# A call in any other status (scheduled, executing, awaiting_approval) has no result yet.
+_FINISHED = _FAILED | {"success"}
+
+_SNIFF_KEYS = tuple(
+    re.compile(pattern)
+    for pattern in (rb'"sessionId"\s*:\s*"', rb'"projectHash"\s*:\s*"', rb'"messages"\s*:\s*\[')
+)
+_START_TIME = re.compile(rb'"startTime"\s*:\s*"([^"]{1,64})"')
+_TIMESTAMP = re.compile(rb'"timestamp"\s*:\s*"([^"]{1,64})"')
+
+IdCall = tuple[str, dict[str, Any]]
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    """A pretty-printed JSON object that opens with the chat record's keys.
+
+    Keys are matched with their unescaped quotes, so a JSONL transcript that merely
+    mentions them inside a string does not match.
+    """
+    head = head.removeprefix(codecs.BOM_UTF8)
+    return head.lstrip()[:1] == b"{" and all(key.search(head) for key in _SNIFF_KEYS)
+
+
+def earliest_start(path: Path) -> int | None:
+    """`startTime`, or the first message's timestamp, from the file's head."""
+    head = read_head(path)
+    found = (pattern.search(head) for pattern in (_START_TIME, _TIMESTAMP))
+    stamps = [parse_ts(match.group(1).decode("utf-8", "replace")) for match in found if match]
+    known = [stamp for stamp in stamps if stamp is not None]
+    return min(known) if known else None
+
+
+def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | BadLine]:
+    """Events of the one session in the file; the file is capped by MAX_FILE_BYTES, not lines."""
+    doc = load_json_document(path, SOURCE, MAX_FILE_BYTES)
+    if isinstance(doc, BadLine):
+        yield doc
+        return
+    messages = doc.get("messages")
+    session_id = doc.get("sessionId") if isinstance(doc.get("sessionId"), str) else path.stem
+    session_start = _session_start(path, doc.get("startTime"), messages)
+    if not isinstance(messages, list):
+        broken = {"messages": messages}
+        yield bad_record(
+            SOURCE, str(path), 0, WRONG_FIELD_TYPE, broken, session_id=session_id, session_start=session_start
+        )
+        return
+    common = {
+        "source": SOURCE,
+        "session_id": session_id,
+        "session_start": session_start,
+        "source_path": str(path),
+    }
+    yield from stamp_events(_message_stream(path, messages), common)
+
+
+def _session_start(path: Path, start_time: Any, messages: Any) -> int:
+    start = parse_ts(start_time)
+    if start is not None:
+        return start
+    if isinstance(messages, list):
+        stamps = [parse_ts(m.get("timestamp")) for m in messages if isinstance(m, dict)]
+        known = [stamp for stamp in stamps if stamp is not None]
+        if known:
+            return min(known)
+    return file_mtime_us(path)
+
+
+def _message_stream(path: Path, messages: list[Any]) -> Iterator[Fields | BadLine]:
+    for line_no, message in enumerate(messages, start=1):
+        problem = _why_unusable(message)
+        if problem is not None:
+            yield bad_record(SOURCE, str(path), line_no, problem, message)
+        else:
+            yield from _message_fields(message, line_no)
+
+
+def _why_unusable(message: Any) -> str | None:
+    """The quarantine reason for a message that cannot be loaded whole, else None."""
+    if not isinstance(message, dict) or not isinstance(message.get("type"), str):
+        return WRONG_FIELD_TYPE
+    if message["type"] not in _ROLE_KIND:
+        return UNKNOWN_RECORD_TYPE
+    if not isinstance(message.get("content"), str | list | dict | None):
+        return WRONG_FIELD_TYPE
+    thoughts, calls = message.get("thoughts"), message.get("toolCalls")
+    if not isinstance(thoughts, list | None) or not isinstance(calls, list | None):
+        return WRONG_FIELD_TYPE
+    if any(not isinstance(thought, dict | str) for thought in thoughts or ()):
+        return WRONG_FIELD_TYPE
+    if any(not isinstance(call, dict) or not isinstance(call.get("name"), str) for call in calls or ()):
+        return WRONG_FIELD_TYPE
+    return None
+
+
+def _message_fields(message: dict[str, Any], line_no: int) -> Iterator[Fields]:
+    role, kind = _ROLE_KIND[message["type"]]
+    base: Fields = {
+        "line_no": line_no,
+        "ts": parse_ts(message.get("timestamp")),
+        "role": role,
+        "event_id": message.get("id") if isinstance(message.get("id"), str) else None,
+    }
+    text = parts_text(message.get("content"))
+    if role != "assistant":
+        if text:
+            yield {**base, "kind": kind, "text": text, "is_error": True if kind == "error" else None}
+        return
+    if isinstance(message.get("model"), str):
+        base["model"] = message["model"]
+    yield from _assistant_fields(message, base, text)
+
+
+def _assistant_fields(message: dict[str, Any], base: Fields, text: str | None) -> Iterator[Fields]:
+    """Thoughts, text and tool-call batches of one `gemini` record, in time order.
+
+    The text goes before the first batch: a reply that follows tool results is
+    recorded by the CLI as a new message.
+    """
+    thoughts = [(_thought_ts(thought), thought) for thought in message.get("thoughts") or ()]
+    pending_thoughts = iter(thoughts)
+    next_thought = next(pending_thoughts, None)
+    calls = [(_call_id(call, base, index), call) for index, call in enumerate(message.get("toolCalls") or ())]
+    for batch_ts, batch in _batches(calls):
+        while next_thought is not None and _not_after(next_thought[0], batch_ts):
+            yield _thought_fields(next_thought, base)
+            next_thought = next(pending_thoughts, None)
+        if text:
+            yield {**base, "kind": "message", "text": text}
+            text = None
+        yield from (_call_fields(call_id, call, base) for call_id, call in batch)
+        for call_id, call in batch:
+            result = _result_fields(call_id, call, base)
+            if result is not None:
+                yield result
+    while next_thought is not None:
+        yield _thought_fields(next_thought, base)
+        next_thought = next(pending_thoughts, None)
+    if text:
+        yield {**base, "kind": "message", "text": text}
+
+
+def _not_after(ts: int | None, other: int | None) -> bool:
+    return ts is None or other is None or ts <= other
+
+
+def _batches(calls: list[IdCall]) -> Iterator[tuple[int | None, list[IdCall]]]:
+    """Runs of consecutive calls with the same timestamp: the calls of one model turn."""
+    batch: list[IdCall] = []
+    for call in calls:
+        if batch and call[1].get("timestamp") != batch[0][1].get("timestamp"):
+            yield parse_ts(batch[0][1].get("timestamp")), batch
+            batch = []
+        batch.append(call)
+    if batch:
+        yield parse_ts(batch[0][1].get("timestamp")), batch
+
+
+def _thought_ts(thought: dict[str, Any] | str) -> int | None:
+    return parse_ts(thought.get("timestamp")) if isinstance(thought, dict) else None
+
+
+def _ts_or(value: Any, default: int | None) -> int | None:
+    ts = parse_ts(value)
+    return ts if ts is not None else default
+
+
+def _thought_fields(thought: tuple[int | None, dict[str, Any] | str], base: Fields) -> Fields:
+    ts, body = thought
+    if isinstance(body, str):
+        text = body
+    else:
+        parts = (body.get("subject"), body.get("description"))
+        text = "\n".join(part.strip() for part in parts if isinstance(part, str) and part.strip())
+    return {**base, "ts": ts if ts is not None else base["ts"], "kind": "reasoning", "text": text}
+
+
+def _call_fields(call_id: str, call: dict[str, Any], base: Fields) -> Fields:
+    args = call.get("args")
+    return {
+        **base,
+        "ts": _ts_or(call.get("timestamp"), base["ts"]),
+        "kind": "tool_call",
+        "tool_name": call["name"],
+        "tool_call_id": call_id,
+        "tool_input": canonical_json(args if args is not None else {}),
+    }
+
+
+def _result_fields(call_id: str, call: dict[str, Any], base: Fields) -> Fields | None:
+    status = call.get("status") if isinstance(call.get("status"), str) else None
+    result = call.get("result")
+    if status not in _FINISHED and result is None:
+        return None
+    text, error_in_response = _result_text(result)
+    if text is None and isinstance(call.get("resultDisplay"), str):
+        text = call["resultDisplay"]
+    is_error = True if status in _FAILED or error_in_response else (False if status == "success" else None)
+    return {
+        **{key: value for key, value in base.items() if key != "model"},
+        "ts": _ts_or(call.get("timestamp"), base["ts"]),
+        "role": "tool",
+        "kind": "tool_result",
+        "text": text,
+        "tool_name": call["name"],
+        "tool_call_id": call_id,
+        "is_error": is_error,
+    }
+
+
+def _call_id(call: dict[str, Any], base: Fields, index: int) -> str:
+    """The CLI's own call id; a deterministic one (message, position) when it is missing."""
+    if isinstance(call.get("id"), str) and call["id"]:
+        return call["id"]
+    return f"{base['event_id'] or base['line_no']}:{index}"
+
+
+def _result_text(result: Any) -> tuple[str | None, bool]:
+    """The text of a tool result (a Part list, one Part or a string) and whether it reports an error."""
+    if result is None:
+        return None, False
+    parts = result if isinstance(result, list) else [result]
+    texts: list[str] = []
+    error = False
+    for part in parts:
+        wrapper = part.get("functionResponse") if isinstance(part, dict) else None
+        response = wrapper.get("response") if isinstance(wrapper, dict) else None
+        if isinstance(response, dict) and "error" in response and "output" not in response:
+            error = True
+            texts.append(_as_text(response["error"]))
+        elif isinstance(response, dict) and "output" in response:
+            texts.append(_as_text(response["output"]))
+        elif response is not None:
+            texts.append(_as_text(response))
+        else:
+            texts.append(_part_text(part))
+    joined = "\n".join(text for text in texts if text)
+    return joined or None, error
+
+
+def parts_text(value: Any) -> str | None:
+    """Plain text of a Gemini content value: a string, one Part, or a list of Parts."""
+    if value is None:
+        return None
+    parts = value if isinstance(value, list) else [value]
+    joined = "\n".join(text for text in map(_part_text, parts) if text)
+    return joined or None
+
+
+def _part_text(part: Any) -> str:
+    if isinstance(part, str):
+        return part
+    if isinstance(part, dict) and isinstance(part.get("text"), str):
+        return part["text"]
+    if isinstance(part, dict) and isinstance(part.get("inlineData"), dict):
+        return f"[inline data: {part['inlineData'].get('mimeType', 'unknown type')}]"
+    return canonical_json(part)
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else canonical_json(value)

@@ -1,0 +1,467 @@
+"""Generate a deterministic corpus of realistic coding-agent sessions in four transcript formats.
+
+Used by `make demo`, by tests, and (scaled up) by benchmarks, so the pipeline can run end to end
+without anyone's private transcripts:
+
+    python -m trajectory_pipeline.sample.corpus --out /tmp/corpus
+    trajectory-pipeline sample-corpus --out /tmp/corpus --days 60 --sessions 2000 --seed 3
+
+The layout under --out mirrors where each tool keeps its files, so a session-source config written
+for real homes (~/.claude/projects, ~/.codex/sessions, ...) works unchanged:
+
+    claude/projects/<project-slug>/<session-uuid>.jsonl                        Claude Code
+    claude/projects/<project-slug>/<session-uuid>/subagents/agent-<7hex>.jsonl its sub-agents
+    codex/sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-<uuid>.jsonl        Codex CLI
+    agent_logs/session_YYYY-MM-DD.jsonl                                       own agent, one file a day
+    chat/chat_YYYY-MM-DD.jsonl                                                chat JSONL, a session a line
+
+Five repositories (Python, TypeScript, Rust, Go) recur with the same kinds of task across days.
+Sessions show inspect → edit → test loops, tests failing then passing, refused actions followed by
+a different action, user interruptions, inspect-only questions, sessions that give up, sub-agents,
+and planted secrets (AWS, GitHub, OpenAI, Anthropic, Slack, Stripe, a PEM key, a JWT, a bearer
+header, a `password=` line, a postgres URL with a password) for redaction to find.
+
+Decisions worth knowing:
+- All times are UTC, including Codex file names (the real CLI uses local time). A session lives in
+  the file of the day it started; the last session of every other day per source runs past
+  midnight and stays whole there.
+- The own agent is one process writing one log a day with more than 5 minutes between sessions,
+  so it holds at most `OWN_AGENT_MAX_PER_DAY` sessions a day whatever --sessions says;
+  `CorpusSummary.per_source` reports what was written.
+- Malformed lines (a truncated JSON line, a line of invalid UTF-8, an unknown record type) go into
+  every source on every seventh day, starting with the first; they are extra lines, so no real
+  event is lost.
+- `planted_secrets` counts distinct secret values; one value may appear more than once (Claude
+  Code stores a tool's output twice, Codex echoes commands in exec_command_end).
+- Same spec, same bytes: every file draws from its own `random.Random` stream seeded from the spec,
+  ids come from those streams, and nothing reads the clock. Each file's mtime is its last event.
+- Writing into a directory that holds a previous run (marked by `.sample-corpus.json`) replaces
+  that run; any other non-empty directory is refused, so real transcripts are never overwritten.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+import os
+import random
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from trajectory_pipeline.parallel import map_in_processes
+from trajectory_pipeline.sample.content import REPOS, RepoIndex
+from trajectory_pipeline.sample.formats import (
+    SPOIL_KINDS,
+    Sink,
+    chat_unknown,
+    claude_project_slug,
+    claude_unknown,
+    codex_rollout_name,
+    codex_unknown,
+    make_private_dirs,
+    own_agent_unknown,
+    uuid4,
+    uuid7,
+    write_chat,
+    write_claude,
+    write_codex,
+    write_own_agent,
+)
+from trajectory_pipeline.sample.scenarios import Options, Scenario, build_scenario
+
+SOURCES = ("claude_code", "codex", "own_agent", "chat_jsonl")
+MARKER = ".sample-corpus.json"
+# Where each source's files live in a generated corpus: point a session-source root at each.
+SOURCE_FOLDERS = {
+    "claude_code": "claude/projects",
+    "codex": "codex/sessions",
+    "own_agent": "agent_logs",
+    "chat_jsonl": "chat",
+}
+OUTPUT_DIRS = ("claude", "codex", "agent_logs", "chat")
+
+OWN_AGENT_MAX_PER_DAY = 90
+MALFORMED_EVERY_DAYS = 7
+_DAY_START_S = 7 * 3600  # people start sessions between 07:00 and 23:00 UTC
+_DAY_END_S = 23 * 3600
+_OWN_AGENT_GAP_S = 330  # over the 5 minutes that separate own-agent sessions, with margin
+_MIDNIGHT_MIN_S = 200  # a session that must cross midnight is at least this long
+
+_GUARD_STYLES = {
+    "claude_code": ("denied_user", "denied_user", "denied_policy"),  # permission prompt or a PreToolUse hook
+    "codex": ("denied_user", "denied_policy"),  # approval prompt or the sandbox
+    "own_agent": ("denied_policy",),  # its own guard
+    "chat_jsonl": ("denied_user",),
+}
+
+
+@dataclass(frozen=True)
+class CorpusSpec:
+    """What to generate. The same spec always produces byte-identical files."""
+
+    days: int = 14  # number of consecutive days, ending on end_date
+    end_date: dt.date = dt.date(2026, 11, 22)  # the last day (UTC) that sessions start on
+    sessions_per_day: int = 6  # per source, per day (own agent: at most OWN_AGENT_MAX_PER_DAY)
+    seed: int = 7  # seeds every random stream; change it for a different corpus of the same shape
+    malformed_lines: bool = True  # splice truncated, non-UTF-8 and unknown-type lines into some files
+
+    def __post_init__(self) -> None:
+        if self.days < 1:
+            raise ValueError(f"days must be at least 1, got {self.days}")
+        if self.sessions_per_day < 1:
+            raise ValueError(f"sessions_per_day must be at least 1, got {self.sessions_per_day}")
+        if isinstance(self.end_date, dt.datetime) or not isinstance(self.end_date, dt.date):
+            raise ValueError(f"end_date must be a datetime.date, got {self.end_date!r}")
+
+    @property
+    def dates(self) -> list[dt.date]:
+        return [self.end_date - dt.timedelta(days=self.days - 1 - i) for i in range(self.days)]
+
+
+@dataclass(frozen=True)
+class CorpusSummary:
+    """What was written: for the command's summary line, and for tests that check what ingestion finds."""
+
+    files: int  # transcript files written (sub-agent files included, the marker not)
+    sessions: int
+    bytes: int
+    per_source: dict[str, int]  # sessions per source
+    planted_secrets: int  # distinct secret values planted
+    malformed_lines: int
+    secret_values: frozenset[str] = frozenset()  # the planted values, so tests can prove none leaks
+
+
+@dataclass
+class _Tally:
+    files: int = 0
+    bytes: int = 0
+    secrets: int = 0
+    malformed: int = 0
+    secret_values: set[str] = field(default_factory=set)
+    per_source: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SOURCES, 0))
+
+    def closed(self, sink: Sink) -> None:
+        self.files += 1
+        self.bytes += sink.bytes
+        self.malformed += sink.malformed
+
+    def session(self, source: str, scenario: Scenario) -> None:
+        self.per_source[source] += 1
+        self.secrets += len(set(scenario.secrets))
+        self.secret_values.update(scenario.secrets)
+
+    def merge(self, other: _Tally) -> None:
+        self.files += other.files
+        self.bytes += other.bytes
+        self.secrets += other.secrets
+        self.malformed += other.malformed
+        self.secret_values |= other.secret_values
+        for source, sessions in other.per_source.items():
+            self.per_source[source] += sessions
+
+    def summary(self) -> CorpusSummary:
+        return CorpusSummary(
+            self.files,
+            sum(self.per_source.values()),
+            self.bytes,
+            dict(self.per_source),
+            self.secrets,
+            self.malformed,
+            frozenset(self.secret_values),
+        )
+
+
+class _Day:
+    """One source's sessions on one day: scenario choice, start times and malformed-line placement."""
+
+    def __init__(self, spec: CorpusSpec, source: str, day_index: int, indexes: dict[str, RepoIndex]) -> None:
+        self.spec = spec
+        self.source = source
+        self.day_index = day_index
+        self.day = spec.dates[day_index]
+        self.indexes = indexes
+        self.midnight_ms = _epoch_ms(self.day + dt.timedelta(days=1))
+        # the last session of every other day runs past midnight; sources alternate
+        self.crosses = (day_index + SOURCES.index(source)) % 2 == 0
+        self.spoiled = spec.malformed_lines and day_index % MALFORMED_EVERY_DAYS == 0
+
+    def rng(self, label: str) -> random.Random:
+        return random.Random(f"{self.spec.seed}:{self.source}:{self.day.isoformat()}:{label}")
+
+    def scenario(self, rng: random.Random, i: int, crossing: bool) -> Scenario:
+        options = Options(
+            delegate=self.source == "claude_code",
+            guard_styles=_GUARD_STYLES[self.source],
+            plant_secret=i == 0 or rng.random() < 0.2,
+            long=crossing,
+        )
+        for _ in range(20):
+            repo = rng.choices(REPOS, weights=[r.weight for r in REPOS])[0]
+            task = rng.choices(repo.tasks, weights=[t.weight for t in repo.tasks])[0]
+            scenario = build_scenario(rng, self.indexes[repo.name], task, self.day, options)
+            if not crossing or scenario.duration >= _MIDNIGHT_MIN_S:
+                return scenario
+        return scenario
+
+    def starts(self, n: int) -> list[int]:
+        rng = self.rng("starts")
+        base = _epoch_ms(self.day)
+        return sorted(base + int(rng.uniform(_DAY_START_S, _DAY_END_S) * 1000) for _ in range(n))
+
+    def crossing_start(self, rng: random.Random, scenario: Scenario) -> int:
+        return self.midnight_ms - int(rng.uniform(0.3, 0.7) * scenario.duration * 1000)
+
+    def file_sessions(self) -> Iterator[tuple[int, random.Random, Scenario, int]]:
+        """(index, rng, scenario, start ms) of each session, for sources with one file per session."""
+        n = self.spec.sessions_per_day
+        for i, start in enumerate(self.starts(n)):
+            rng = self.rng(str(i))
+            crossing = self.crosses and i == n - 1
+            scenario = self.scenario(rng, i, crossing)
+            yield i, rng, scenario, self.crossing_start(rng, scenario) if crossing else start
+
+    def spoils_for_file(self, i: int, n: int) -> dict[int, str]:
+        """Malformed lines for the i-th of n per-session files: kind k goes to file k mod n."""
+        if not self.spoiled:
+            return {}
+        return {3 + 2 * k: kind for k, kind in enumerate(SPOIL_KINDS) if k % n == i}
+
+    def spoils_for_day_file(self, positions: tuple[int, ...]) -> dict[int, str]:
+        return dict(zip(positions, SPOIL_KINDS, strict=True)) if self.spoiled else {}
+
+
+def _epoch_ms(day: dt.date) -> int:
+    return int(dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC).timestamp()) * 1000
+
+
+def _claude_day(out: Path, d: _Day, tally: _Tally) -> None:
+    n = d.spec.sessions_per_day
+    for i, rng, scenario, start in d.file_sessions():
+        session_id = uuid4(rng)
+        project = out / "claude" / "projects" / claude_project_slug(scenario.repo.cwd)
+        make_private_dirs(out, project)
+        sink = Sink(project / f"{session_id}.jsonl", d.spoils_for_file(i, n), claude_unknown(session_id))
+
+        def open_subagent(agent_id: str, session_dir: Path = project / session_id) -> Sink:
+            make_private_dirs(out, session_dir / "subagents")
+            return Sink(session_dir / "subagents" / f"agent-{agent_id}.jsonl")
+
+        _, subagents = write_claude(sink, scenario, start, rng, session_id, open_subagent)
+        sink.close()
+        for sub in (sink, *subagents):
+            tally.closed(sub)
+        tally.session(d.source, scenario)
+
+
+def _codex_day(out: Path, d: _Day, tally: _Tally) -> None:
+    n = d.spec.sessions_per_day
+    for i, rng, scenario, start in d.file_sessions():
+        session_id = uuid7(start, rng)
+        day_dir, name = codex_rollout_name(start, session_id)
+        directory = out / "codex" / "sessions" / day_dir
+        make_private_dirs(out, directory)
+        sink = Sink(directory / name, d.spoils_for_file(i, n), codex_unknown)
+        write_codex(sink, scenario, start, rng, session_id)
+        sink.close()
+        tally.closed(sink)
+        tally.session(d.source, scenario)
+
+
+def _own_agent_day(out: Path, d: _Day, tally: _Tally) -> None:
+    n = min(d.spec.sessions_per_day, OWN_AGENT_MAX_PER_DAY)
+    rng = d.rng("file")
+    directory = out / "agent_logs"
+    make_private_dirs(out, directory)
+    sink = Sink(
+        directory / f"session_{d.day.isoformat()}.jsonl", d.spoils_for_day_file((4, 9, 14)), own_agent_unknown
+    )
+    # the agent was renamed halfway through the period: older logs call it "timmy"
+    role = "timmy" if d.day_index < d.spec.days // 2 else "assistant"
+    day_ms = _epoch_ms(d.day)
+    slot_ms = (_DAY_END_S - _DAY_START_S) * 1000 // n
+    earliest = day_ms + _DAY_START_S * 1000
+    late = day_ms + (_DAY_END_S - 1800) * 1000
+    for i in range(n):
+        # one process cannot fit more sessions with 5-minute gaps: a late start ends the day
+        last = i == n - 1 or earliest > late
+        crossing = d.crosses and last
+        scenario = d.scenario(rng, i, crossing)
+        start = max(earliest, day_ms + _DAY_START_S * 1000 + i * slot_ms + int(rng.uniform(0, 0.5) * slot_ms))
+        if crossing:
+            start = max(earliest, d.crossing_start(rng, scenario))
+        elif start + scenario.duration * 1000 > d.midnight_ms:
+            break
+        end = write_own_agent(sink, scenario, start, rng, role, confidence=rng.random() < 0.7)
+        earliest = end + _OWN_AGENT_GAP_S * 1000 + int(rng.uniform(0, 600) * 1000)
+        tally.session(d.source, scenario)
+        if last:
+            break
+    sink.close()
+    tally.closed(sink)
+
+
+def _chat_day(out: Path, d: _Day, tally: _Tally) -> None:
+    rng = d.rng("file")
+    directory = out / "chat"
+    make_private_dirs(out, directory)
+    sink = Sink(directory / f"chat_{d.day.isoformat()}.jsonl", d.spoils_for_day_file((1, 2, 3)), chat_unknown)
+    for i, start in enumerate(d.starts(d.spec.sessions_per_day)):
+        scenario = d.scenario(rng, i, crossing=False)
+        write_chat(sink, scenario, start, rng)
+        tally.session(d.source, scenario)
+    sink.close()
+    tally.closed(sink)
+
+
+_DAY_WRITERS: dict[str, Callable[[Path, _Day, _Tally], None]] = {
+    "claude_code": _claude_day,
+    "codex": _codex_day,
+    "own_agent": _own_agent_day,
+    "chat_jsonl": _chat_day,
+}
+
+
+def _prepare(out_dir: Path, spec: CorpusSpec) -> None:
+    """Make `out_dir` ready: create it, or clear a previous run; refuse anything else."""
+    if out_dir.exists():
+        if not out_dir.is_dir():
+            raise FileExistsError(f"--out must be a directory, but {out_dir} is a file")
+        if any(out_dir.iterdir()) and not (out_dir / MARKER).is_file():
+            raise FileExistsError(
+                f"{out_dir} is not empty and holds no {MARKER} from an earlier run; expected an empty or new "
+                "directory (refusing to mix generated sessions with other files)"
+            )
+        for name in OUTPUT_DIRS:
+            shutil.rmtree(out_dir / name, ignore_errors=True)
+    else:
+        out_dir.mkdir(parents=True, mode=0o700)
+        os.chmod(out_dir, 0o700)
+    spec_json = {k: str(v) if isinstance(v, dt.date) else v for k, v in dataclasses.asdict(spec).items()}
+    marker = orjson.dumps(
+        {"generator": "trajectory_pipeline.sample.corpus", "spec": spec_json},
+        option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS,
+    )
+    fd = os.open(out_dir / MARKER, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(marker + b"\n")
+
+
+def generate_corpus(out_dir: Path, spec: CorpusSpec = CorpusSpec(), workers: int = 1) -> CorpusSummary:
+    """Write the corpus described by `spec` under `out_dir` and say what was written.
+
+    Each source's files come from random streams of their own, in folders of their own, so
+    `workers` processes can write the sources side by side (benchmarks generate gigabytes)
+    and the files are byte for byte the same.
+    """
+    out_dir = Path(out_dir)
+    _prepare(out_dir, spec)
+    tally = _Tally()
+    for part in map_in_processes(_write_source, [(out_dir, spec, source) for source in SOURCES], workers):
+        tally.merge(part)
+    return tally.summary()
+
+
+def _write_source(task: tuple[Path, CorpusSpec, str]) -> _Tally:
+    """Every day of one source, in day order (a day may add to a file an earlier day began)."""
+    out_dir, spec, source = task
+    indexes = {repo.name: RepoIndex.of(repo) for repo in REPOS}
+    tally = _Tally()
+    for day_index in range(spec.days):
+        _DAY_WRITERS[source](out_dir, _Day(spec, source, day_index, indexes), tally)
+    return tally
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def _date(text: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a date as YYYY-MM-DD, got {text!r}") from None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `trajectory-pipeline sample-corpus` and of `python -m ...sample_corpus`."""
+    default = CorpusSpec()
+    parser.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help=f"directory to write into; must be new, empty, or a previous run (has {MARKER})",
+    )
+    parser.add_argument(
+        "--days",
+        type=int,
+        default=default.days,
+        help=f"number of days, ending on --end-date (default {default.days})",
+    )
+    parser.add_argument(
+        "--end-date",
+        type=_date,
+        default=default.end_date,
+        help=f"last day, YYYY-MM-DD, UTC (default {default.end_date})",
+    )
+    parser.add_argument(
+        "--sessions",
+        type=int,
+        default=default.sessions_per_day,
+        help=f"sessions per source per day (default {default.sessions_per_day}; "
+        f"own agent capped at {OWN_AGENT_MAX_PER_DAY})",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=default.seed,
+        help=f"random seed; same seed, same bytes (default {default.seed})",
+    )
+    parser.add_argument(
+        "--no-malformed", action="store_true", help="leave out the malformed lines that exercise quarantine"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Generate the corpus the parsed arguments describe and print a one-paragraph summary."""
+    started = time.perf_counter()
+    try:
+        spec = CorpusSpec(
+            days=args.days,
+            end_date=args.end_date,
+            sessions_per_day=args.sessions,
+            seed=args.seed,
+            malformed_lines=not args.no_malformed,
+        )
+        summary = generate_corpus(args.out, spec)
+    except (ValueError, FileExistsError) as error:
+        print(f"sample-corpus: error: {error}", file=sys.stderr)
+        return 2
+    seconds = time.perf_counter() - started
+    per_source = ", ".join(f"{name} {count}" for name, count in summary.per_source.items())
+    megabytes = summary.bytes / 1e6
+    days = f"{spec.days} day{'s' if spec.days != 1 else ''} ending {spec.end_date}"
+    print(
+        f"Wrote {summary.sessions} sessions ({per_source}) in {summary.files} files, {megabytes:.1f} MB, "
+        f"to {args.out}: {days}, seed {spec.seed}. Planted {summary.planted_secrets} secrets and "
+        f"{summary.malformed_lines} malformed lines for redaction and quarantine to find. "
+        f"Took {seconds:.1f} s ({megabytes / max(seconds, 1e-9):.0f} MB/s)."
+    )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m trajectory_pipeline.sample.corpus", description=(__doc__ or "").split("\n\n", 1)[0]
+    )
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,189 @@
+"""A learned base for the bundled tiny model: a short full fine-tune on the rendered texts, done once.
+
+The tiny model's weights are random, so on its own it answers with noise and any adapter on top
+looks like a miracle or a wash. Before the demo trains a LoRA, this teaches the whole model
+(embeddings included) the corpus's language: every token of the training split's records, no
+prompt masking, for a few minutes on the CPU. The result replaces the directory's weights and is
+recorded in `pretraining.json`, so the next `make demo` finds it learned and skips the work:
+
+    trajectory-pipeline learn-base --model data/tiny-model --data data/mlx/sample-window
+
+The same random model, data and settings give the same weights (seeded MLX and NumPy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import time
+import types
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, cast
+
+from trajectory_pipeline.dataset.mlx_data import read_manifest
+from trajectory_pipeline.dataset.render import FLOOR
+from trajectory_pipeline.parquet_io import ensure_private_dir, write_bytes_atomic
+from trajectory_pipeline.sample.tiny_model import PRETRAINING_RECORD, safetensors_bytes
+
+RECORD = PRETRAINING_RECORD
+
+
+@dataclass(frozen=True)
+class BaseTraining:
+    """Settings of the learned base's full fine-tune (mlx-lm's names)."""
+
+    iters: int = 60
+    batch_size: int = 4
+    learning_rate: float = 3e-3
+    max_seq_length: int = 4096  # whole (cut) records: the decision is at their end
+    # Every token, not only the decisions: the base learns the language of tasks and calls.
+    mask_prompt: bool = False
+    # Each record cut to its system prompt, instruction, the last this-many history messages and
+    # the decision. 0 gives ~375 tokens instead of ~900 (2: ~590), so the few minutes a CPU has
+    # see more than twice the calls; the adapter then learns to read the history.
+    context_messages: int = 0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("iters", "batch_size", "max_seq_length"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"BaseTraining.{name} must be a positive integer, got {value!r}")
+        if not self.learning_rate > 0:
+            raise ValueError(f"BaseTraining.learning_rate must be positive, got {self.learning_rate}")
+
+
+def short_view(record: dict[str, Any], keep: int) -> dict[str, Any]:
+    """The record with its history cut to the last `keep` messages (never starting on a tool result)."""
+    if "messages" not in record or len(record["messages"]) <= FLOOR + 1:
+        return record
+    messages = record["messages"]
+    tail = messages[FLOOR:-1][-keep:] if keep > 0 else []
+    while tail and tail[0].get("role") == "tool":
+        tail = tail[1:]
+    return {**record, "messages": [*messages[:FLOOR], *tail, messages[-1]]}
+
+
+def write_short_views(data_dir: Path, out_dir: Path, keep: int) -> None:
+    """train.jsonl and valid.jsonl of `data_dir` as short views (0600 files in a 0700 folder)."""
+    ensure_private_dir(out_dir)
+    for split in ("train", "valid"):
+        lines = (data_dir / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()
+        views = [json.dumps(short_view(json.loads(line), keep)) for line in lines if line.strip()]
+        write_bytes_atomic(out_dir / f"{split}.jsonl", "".join(v + "\n" for v in views).encode())
+
+
+def pretraining_record(model_dir: Path) -> dict[str, Any] | None:
+    """What the learned base was trained on, or None when the directory still holds random weights."""
+    path = Path(model_dir) / RECORD
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def learn_base(
+    model_dir: Path,
+    data_dir: Path,
+    settings: BaseTraining = BaseTraining(),
+    on_report: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Fine-tune every weight of `model_dir` on `data_dir`'s records and write the weights back.
+
+    Returns the record written to `pretraining.json` (settings, dataset hash, losses, seconds).
+    Skips the work when the directory already holds a base learned on the same data and settings.
+    """
+    import mlx.core as mx
+    import mlx.optimizers as optim
+    import numpy as np
+    from mlx.utils import tree_flatten
+    from mlx_lm.tuner.datasets import CacheDataset, load_dataset
+    from mlx_lm.tuner.trainer import TrainingArgs, train
+    from mlx_lm.tuner.utils import build_schedule
+    from mlx_lm.utils import load
+
+    model_dir, data_dir = Path(model_dir), Path(data_dir)
+    dataset_hash = read_manifest(data_dir).dataset_hash
+    wanted = {"settings": asdict(settings), "dataset_hash": dataset_hash}
+    done = pretraining_record(model_dir)
+    if done is not None and {key: done.get(key) for key in wanted} == wanted:
+        return done
+    if done is not None:
+        # Learning again would start from learned weights, not the random ones: not reproducible.
+        raise ValueError(
+            f"{model_dir} already holds a base learned on other data or settings (dataset "
+            f"{str(done.get('dataset_hash'))[:16]}); rebuild it with `trajectory-pipeline tiny-model` first"
+        )
+
+    started = time.perf_counter()
+    model, tokenizer = load(str(model_dir))[:2]
+    views = model_dir / ".learn-base-data"
+    write_short_views(data_dir, views, settings.context_messages)
+    args = types.SimpleNamespace(
+        data=str(views), train=True, test=False, mask_prompt=settings.mask_prompt, hf_dataset=None
+    )
+    train_set, valid_set, _ = load_dataset(args, cast(Any, tokenizer))
+    np.random.seed(settings.seed)
+    mx.random.seed(settings.seed)
+    model.unfreeze()
+    losses: list[dict[str, Any]] = []
+
+    class Reporter:
+        def on_train_loss_report(self, info: dict[str, Any]) -> None:
+            row = {"iteration": info["iteration"], "train_loss": info["train_loss"]}
+            losses.append(row)
+            if on_report is not None:
+                on_report(row)
+
+        def on_val_loss_report(self, info: dict[str, Any]) -> None:
+            row = {"iteration": info["iteration"], "val_loss": info["val_loss"]}
+            losses.append(row)
+            if on_report is not None:
+                on_report(row)
+
+    schedule = build_schedule(
+        {"name": "cosine_decay", "arguments": [settings.learning_rate, settings.iters], "warmup": 4}
+    )
+    scratch = model_dir / ".pretraining.safetensors"
+    try:
+        train(
+            model=model,
+            args=TrainingArgs(
+                batch_size=settings.batch_size,
+                iters=settings.iters,
+                val_batches=2,
+                steps_per_report=max(1, settings.iters // 8),
+                steps_per_eval=settings.iters,
+                steps_per_save=settings.iters + 1,
+                adapter_file=str(scratch),
+                max_seq_length=settings.max_seq_length,
+            ),
+            optimizer=optim.Adam(learning_rate=schedule),
+            train_dataset=CacheDataset(train_set),
+            val_dataset=CacheDataset(valid_set),
+            training_callback=cast(Any, Reporter()),
+        )
+    finally:
+        scratch.unlink(missing_ok=True)
+        shutil.rmtree(views, ignore_errors=True)
+    weights = dict(tree_flatten(model.parameters()))
+    mx.eval(weights)
+    write_bytes_atomic(model_dir / "model.safetensors", safetensors_bytes(weights))
+    record = {**wanted, "losses": losses, "seconds": round(time.perf_counter() - started, 1)}
+    write_bytes_atomic(model_dir / RECORD, (json.dumps(record, indent=2, sort_keys=True) + "\n").encode())
+    return record
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", type=Path, required=True, help="the tiny model directory to teach")
+    parser.add_argument("--data", type=Path, required=True, help="an mlx-lm data directory with a manifest")
+    defaults = BaseTraining()
+    parser.add_argument(
+        "--iters", type=int, default=defaults.iters, help="optimizer steps (default %(default)s)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    record = learn_base(args.model, args.data, BaseTraining(iters=args.iters), on_report=print)
+    print(f"learned base in {args.model}: {record['seconds']}s, dataset {record['dataset_hash'][:16]}")
+    return 0

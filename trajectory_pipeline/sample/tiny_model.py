@@ -1,0 +1,378 @@
+"""The bundled tiny model: a small Qwen2-style model directory that `mlx_lm.load` reads, built offline.
+
+Real weights cannot be downloaded here, so tests and the demo use this instead: a few transformer
+layers with random weights (from `mx.random` with a fixed seed), a byte-level BPE tokenizer trained
+on the corpus's own texts, and a ChatML chat template in Qwen2.5's style that renders `tools` (as
+one-line signatures) and tool calls (so `mlx_lm.tuner.datasets.ChatDataset` reads our `tools`
+records unchanged):
+
+    python -m trajectory_pipeline.sample.tiny_model --out models/tiny --data data/mlx/2024-05-01_2024-05-07
+
+    from trajectory_pipeline.sample.tiny_model import TinyModelSpec, build_tiny_model, corpus_texts
+    build_tiny_model(Path("models/tiny"), corpus_texts([Path("train.jsonl")]), TinyModelSpec(layers=2))
+    model, tokenizer = mlx_lm.load("models/tiny")
+
+What is written (files 0600, folder 0700, each file via a temporary name and a rename):
+`config.json` (`model_type: qwen2`, the Hugging Face key names), `model.safetensors` (float32,
+keys as mlx-lm's qwen2 model names them, tied embeddings), `tokenizer.json` and
+`tokenizer_config.json` (with the chat template). The same texts (in any order) and spec give
+byte-identical files: the texts are sorted before training and every JSON file is written with
+sorted keys. The model's vocabulary is the tokenizer's actual size, which is at most
+`spec.vocab_size` (a small corpus runs out of merges first), so generation never samples an id the
+tokenizer cannot decode.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import struct
+import sys
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from trajectory_pipeline.parquet_io import ensure_private_dir, write_bytes_atomic
+
+ENDOFTEXT, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
+SPECIAL_TOKENS = (ENDOFTEXT, IM_START, IM_END)
+# Single tokens, as in Qwen2.5, but not special: decoding keeps them.
+TAG_TOKENS = ("<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>")
+BYTE_ALPHABET = 256
+FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
+PRETRAINING_RECORD = "pretraining.json"  # written by tiny_base.learn_base over these random weights
+SPLIT_FILES = ("train.jsonl",)  # a data directory's held-out splits never shape the tokenizer
+
+# ChatML as Qwen2.5 writes it, without its default system prompt. `arguments` may be a JSON string
+# (OpenAI's form, written as is) or an object (written with tojson). Unlike Qwen2.5, each tool is a
+# one-line signature, `read_file(file_path, limit, offset)`, not its JSON schema: on the CPU the
+# schemas of the whole vocabulary would be most of every record's tokens (about 900 of 1,500).
+CHAT_TEMPLATE = r"""{%- if tools %}
+{{- '<|im_start|>system\n' }}
+{%- if messages[0].role == 'system' %}{{- messages[0].content + '\n\n' }}{%- endif %}
+{{- '# Tools\n\nYou may call one or more functions to assist with the user query.\n\n'
+    ~ 'You are provided with function signatures within <tools></tools> XML tags:\n<tools>' }}
+{%- for tool in tools %}
+{%- set fn = tool.function if tool.function is defined else tool %}
+{{- '\n' + fn.name + '(' }}
+{%- if fn.parameters is defined and fn.parameters.properties is defined %}
+{{- fn.parameters.properties | list | join(', ') }}
+{%- endif %}
+{{- ')' }}
+{%- endfor %}
+{{- '\n</tools>\n\nFor each function call, return a json object with function name and arguments '
+    ~ 'within <tool_call></tool_call> XML tags:\n<tool_call>\n'
+    ~ '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call><|im_end|>\n' }}
+{%- elif messages[0].role == 'system' %}
+{{- '<|im_start|>system\n' + messages[0].content + '<|im_end|>\n' }}
+{%- endif %}
+{%- for message in messages %}
+{%- if message.role == 'system' and loop.first %}
+{%- elif message.role == 'assistant' and message.tool_calls %}
+{{- '<|im_start|>assistant' }}
+{%- if message.content %}{{- '\n' + message.content }}{%- endif %}
+{%- for tool_call in message.tool_calls %}
+{%- if tool_call.function is defined %}{%- set tool_call = tool_call.function %}{%- endif %}
+{{- '\n<tool_call>\n{"name": "' + tool_call.name + '", "arguments": ' }}
+{%- if tool_call.arguments is string %}{{- tool_call.arguments }}
+{%- else %}{{- tool_call.arguments | tojson }}{%- endif %}
+{{- '}\n</tool_call>' }}
+{%- endfor %}
+{{- '<|im_end|>\n' }}
+{%- elif message.role == 'tool' %}
+{%- if loop.first or messages[loop.index0 - 1].role != 'tool' %}{{- '<|im_start|>user' }}{%- endif %}
+{{- '\n<tool_response>\n' + (message.content or '') + '\n</tool_response>' }}
+{%- if loop.last or messages[loop.index0 + 1].role != 'tool' %}{{- '<|im_end|>\n' }}{%- endif %}
+{%- else %}
+{{- '<|im_start|>' + message.role + '\n' + (message.content or '') + '<|im_end|>\n' }}
+{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- endif %}"""
+
+# The template's own prose, trained on too so the tokenizer has tokens for what every prompt holds.
+TEMPLATE_TEXTS = (
+    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n</tools>\n\n"
+    "For each function call, return a json object with function name and arguments within "
+    '<tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, '
+    '"arguments": <args-json-object>}\n</tool_call>',
+    "system\nuser\nassistant\n<tool_response>\n</tool_response>",
+)
+
+
+@dataclass(frozen=True)
+class TinyModelSpec:
+    """The tiny model's shape and seed (Qwen2 architecture; names follow mlx-lm's CLI flags)."""
+
+    layers: int = 2  # transformer blocks (num_hidden_layers)
+    hidden_size: int = 64  # model width; a multiple of heads with an even head size (RoPE)
+    heads: int = 4  # attention heads (num_attention_heads)
+    kv_heads: int = 2  # key/value heads for grouped-query attention; divides heads
+    intermediate_size: int = 128  # width of the SwiGLU MLP
+    vocab_size: int = 2048  # most tokens the BPE tokenizer may learn, special tokens included
+    max_position: int = 4096  # max_position_embeddings and the tokenizer's model_max_length
+    seed: int = 0  # mx.random seed for the weights
+
+    def __post_init__(self) -> None:
+        for name in ("layers", "hidden_size", "heads", "kv_heads", "intermediate_size", "max_position"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"TinyModelSpec.{name} must be a positive integer, got {value!r}")
+        if not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"TinyModelSpec.seed must be a non-negative integer, got {self.seed!r}")
+        if self.hidden_size % self.heads != 0 or (self.hidden_size // self.heads) % 2 != 0:
+            raise ValueError(
+                f"TinyModelSpec.hidden_size must be a multiple of heads with an even head size "
+                f"(RoPE rotates pairs), got hidden_size={self.hidden_size}, heads={self.heads}"
+            )
+        if self.heads % self.kv_heads != 0:
+            raise ValueError(
+                f"TinyModelSpec.kv_heads must divide heads, got kv_heads={self.kv_heads}, heads={self.heads}"
+            )
+        smallest = BYTE_ALPHABET + len(SPECIAL_TOKENS) + len(TAG_TOKENS)
+        if not isinstance(self.vocab_size, int) or self.vocab_size < smallest:
+            raise ValueError(
+                f"TinyModelSpec.vocab_size must be at least {smallest} (256 bytes and "
+                f"{smallest - BYTE_ALPHABET} added tokens), got {self.vocab_size!r}"
+            )
+
+
+FLAG_HELP = {
+    "layers": "transformer blocks",
+    "hidden_size": "model width, a multiple of --heads with an even head size",
+    "heads": "attention heads",
+    "kv_heads": "key/value heads, dividing --heads",
+    "intermediate_size": "width of the MLP",
+    "vocab_size": "most tokens the BPE tokenizer may learn",
+    "max_position": "longest sequence, in tokens",
+    "seed": "seed of the random weights",
+}
+
+
+def model_config(spec: TinyModelSpec, vocab_size: int, token_ids: Mapping[str, int]) -> dict[str, Any]:
+    """config.json: the Hugging Face Qwen2 keys that mlx-lm's `qwen2.ModelArgs` reads."""
+    return {
+        "architectures": ["Qwen2ForCausalLM"],
+        "bos_token_id": token_ids[ENDOFTEXT],
+        "eos_token_id": token_ids[IM_END],
+        "hidden_act": "silu",
+        "hidden_size": spec.hidden_size,
+        "intermediate_size": spec.intermediate_size,
+        "max_position_embeddings": spec.max_position,
+        "model_type": "qwen2",
+        "num_attention_heads": spec.heads,
+        "num_hidden_layers": spec.layers,
+        "num_key_value_heads": spec.kv_heads,
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 1000000.0,
+        "tie_word_embeddings": True,
+        "torch_dtype": "float32",
+        "vocab_size": vocab_size,
+    }
+
+
+def _record_texts(record: Mapping[str, Any], where: str) -> Iterator[str]:
+    if "messages" in record:
+        for message in record["messages"]:
+            if isinstance(message.get("content"), str):
+                yield message["content"]
+            for call in message.get("tool_calls") or []:
+                function = call.get("function", call)
+                arguments = function.get("arguments")
+                written = (
+                    arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+                )
+                yield f'{{"name": "{function.get("name")}", "arguments": {written}}}'
+        for tool in record.get("tools") or []:
+            yield json.dumps(tool, ensure_ascii=False)
+    elif "prompt" in record and "completion" in record:
+        yield str(record["prompt"])
+        yield str(record["completion"])
+    elif "text" in record:
+        yield str(record["text"])
+    else:
+        raise ValueError(
+            f"{where}: expected an mlx-lm record with 'messages', 'prompt' and 'completion', or 'text'; "
+            f"got keys {sorted(record)}"
+        )
+
+
+def corpus_texts(jsonl_paths: Iterable[Path]) -> Iterator[str]:
+    """The texts of mlx-lm records (contents, tool call JSON, tool specs) to train the tokenizer on."""
+    for path in jsonl_paths:
+        with open(path, encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                where = f"{path}:{number}"
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise ValueError(f"{where}: expected one JSON record per line ({err})") from err
+                if not isinstance(record, dict):
+                    raise ValueError(f"{where}: expected a JSON object, got {type(record).__name__}")
+                yield from _record_texts(record, where)
+
+
+def train_tokenizer(texts: Iterable[str], vocab_size: int) -> Any:
+    """A byte-level BPE (`tokenizers.Tokenizer`) trained on `texts` in sorted order."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    corpus = sorted([*texts, *TEMPLATE_TEXTS])
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=2,
+        show_progress=False,
+        special_tokens=[*SPECIAL_TOKENS, *TAG_TOKENS],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    tokenizer.train_from_iterator(corpus, trainer=trainer, length=len(corpus))
+    # The trainer added the tags as special tokens; mark them ordinary so decoding keeps them.
+    tokenizer.add_tokens([AddedToken(tag, special=False, normalized=False) for tag in TAG_TOKENS])
+    return tokenizer
+
+
+def tokenizer_config(spec: TinyModelSpec) -> dict[str, Any]:
+    """tokenizer_config.json: the special tokens and the chat template."""
+    return {
+        "bos_token": ENDOFTEXT,
+        "chat_template": CHAT_TEMPLATE,
+        "clean_up_tokenization_spaces": False,
+        "eos_token": IM_END,
+        "model_max_length": spec.max_position,
+        "pad_token": ENDOFTEXT,
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "unk_token": None,
+    }
+
+
+def safetensors_bytes(tensors: Mapping[str, Any]) -> bytes:
+    """float32 arrays as a safetensors file, keys sorted, so equal weights give equal bytes."""
+    import numpy as np
+
+    header: dict[str, Any] = {"__metadata__": {"format": "mlx"}}
+    chunks, offset = [], 0
+    for name in sorted(tensors):
+        data = np.ascontiguousarray(np.asarray(tensors[name], dtype="<f4")).tobytes()
+        header[name] = {
+            "dtype": "F32",
+            "shape": list(tensors[name].shape),
+            "data_offsets": [offset, offset + len(data)],
+        }
+        chunks.append(data)
+        offset += len(data)
+    encoded = json.dumps(header, separators=(",", ":")).encode()
+    encoded += b" " * (-len(encoded) % 8)  # the format pads the header to 8 bytes
+    return struct.pack("<Q", len(encoded)) + encoded + b"".join(chunks)
+
+
+def random_weights(config: Mapping[str, Any], seed: int) -> dict[str, Any]:
+    """mlx-lm's own qwen2 model, initialised under `mx.random.seed(seed)`, as flat named arrays."""
+    import mlx.core as mx
+    from mlx.utils import tree_flatten
+    from mlx_lm.models import qwen2
+
+    mx.random.seed(seed)
+    model = qwen2.Model(qwen2.ModelArgs.from_dict(dict(config)))
+    weights = dict(tree_flatten(model.parameters()))
+    mx.eval(weights)
+    return weights
+
+
+def _json_bytes(value: Mapping[str, Any]) -> bytes:
+    return (json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
+
+
+def build_tiny_model(out_dir: Path, texts: Iterable[str], spec: TinyModelSpec = TinyModelSpec()) -> Path:
+    """Write the tiny model directory (see the module doc) to `out_dir` and return it."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise NotADirectoryError(f"the tiny model's output must be a directory, but {out_dir} is a file")
+    corpus = list(texts)
+    if not any(text.strip() for text in corpus):
+        raise ValueError("build_tiny_model needs corpus texts to train the tokenizer on; got none")
+    tokenizer = train_tokenizer(corpus, spec.vocab_size)
+    vocab = tokenizer.get_vocab(with_added_tokens=True)
+    config = model_config(spec, len(vocab), vocab)
+    weights = random_weights(config, spec.seed)
+
+    ensure_private_dir(out_dir)
+    write_bytes_atomic(out_dir / "config.json", _json_bytes(config))
+    (out_dir / PRETRAINING_RECORD).unlink(missing_ok=True)  # the weights are random again
+    write_bytes_atomic(out_dir / "model.safetensors", safetensors_bytes(weights))
+    write_bytes_atomic(out_dir / "tokenizer.json", (tokenizer.to_str(pretty=True) + "\n").encode())
+    write_bytes_atomic(out_dir / "tokenizer_config.json", _json_bytes(tokenizer_config(spec)))
+    return out_dir
+
+
+def data_files(paths: Iterable[Path]) -> list[Path]:
+    """JSONL files to read: a data directory gives its train.jsonl, a file is taken as it is."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = [path / name for name in SPLIT_FILES if (path / name).is_file()]
+            if not found:
+                raise FileNotFoundError(
+                    f"{path} is an mlx-lm data directory without {', '.join(SPLIT_FILES)}"
+                )
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise FileNotFoundError(f"--data {path}: expected an mlx-lm data directory or a .jsonl file")
+    return files
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The CLI's flags: where to write, what to train the tokenizer on, and the spec's fields."""
+    parser.add_argument("--out", type=Path, required=True, help="folder to write the model into")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        nargs="+",
+        required=True,
+        help="mlx-lm data directories (their train.jsonl is read) or .jsonl files",
+    )
+    defaults = TinyModelSpec()
+    for field in fields(TinyModelSpec):
+        flag = "--" + field.name.replace("_", "-")
+        parser.add_argument(
+            flag,
+            type=int,
+            default=getattr(defaults, field.name),
+            dest=field.name,
+            help=f"{FLAG_HELP[field.name]} (default: %(default)s)",
+        )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build the model the parsed flags describe and print what was written."""
+    import time
+
+    spec = TinyModelSpec(**{field.name: getattr(args, field.name) for field in fields(TinyModelSpec)})
+    files = data_files(args.data)
+    started = time.perf_counter()
+    out = build_tiny_model(args.out, corpus_texts(files), spec)
+    config = json.loads((out / "config.json").read_text())
+    print(f"built {out} in {time.perf_counter() - started:.1f}s from {len(files)} file(s)")
+    print(f"  qwen2: {json.dumps(asdict(spec), sort_keys=True)}; tokenizer vocab {config['vocab_size']}")
+    for name in FILES:
+        print(f"  {name}: {(out / name).stat().st_size} bytes")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m trajectory_pipeline.sample.tiny_model",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
