@@ -45,18 +45,16 @@ never left half-registered, and its retry registers a new adapter id (ids carry 
 from __future__ import annotations
 
 import datetime as dt
-import os
 import time
-import zoneinfo
 from collections.abc import Sequence
 
 import dagster as dg
 
 from assets.partitions import WINDOW_WEEKS, daily_partitions, weekly_partitions
 from resources.session_sources import SessionSources
+from trajectory_pipeline import settings
 from trajectory_pipeline.ingest.new_files import Watch, advance, day_spans, file_states
 
-DEFAULT_TIMEZONE = "UTC"
 DAILY_CRON = "30 0 * * *"
 WEEKLY_CRON = "0 3 * * 0"
 SENSOR_INTERVAL_SECONDS = 120
@@ -64,20 +62,7 @@ RENDERED = dg.AssetKey("rendered_splits")
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 
 
-def schedule_timezone() -> str:
-    """The schedules' time zone from TRAJECTORY_SCHEDULE_TIMEZONE, checked so a typo fails at load."""
-    value = os.environ.get("TRAJECTORY_SCHEDULE_TIMEZONE") or DEFAULT_TIMEZONE
-    try:
-        zoneinfo.ZoneInfo(value)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise ValueError(
-            f"TRAJECTORY_SCHEDULE_TIMEZONE must be an IANA time zone such as UTC or Europe/Berlin, "
-            f"got {value!r}. Unset it to schedule in UTC."
-        ) from None
-    return value
-
-
-TIMEZONE = schedule_timezone()
+TIMEZONE = settings.schedule_timezone()
 
 daily_ingest_job = dg.define_asset_job(
     "daily_ingest_job",

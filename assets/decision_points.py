@@ -3,8 +3,7 @@
 The target call is in the canonical tool vocabulary; the history is the chat the
 agent had just before it, oldest messages dropped first beyond a size budget.
 
-    dagster asset materialize -m assets.definitions \
-        --select decision_points --partition 2026-11-20
+    trajectory-pipeline materialize --select decision_points --partition 2026-11-20
 """
 
 from collections import Counter
@@ -19,29 +18,17 @@ from assets import OWNERS
 from assets.metadata import counter_md, frame_md, single_or_dict
 from assets.partitions import daily_partitions
 from assets.workers import resolve_workers, workers_field
+from resources.core_config import derive, to_core
 from trajectory_pipeline.day_stages import DayEvents, DayPoints, cut_days
 from trajectory_pipeline.decisions.points import DecisionConfig
 from trajectory_pipeline.parquet_io import SpooledParquet, spool_dir
 
+_DecisionKnobs: Any = derive("DecisionKnobs", DecisionConfig)
 
-class DecisionPointsConfig(dg.Config):
+
+class DecisionPointsConfig(_DecisionKnobs):
     """Which attempts give decision points, how much history each carries, and the audit minimum."""
 
-    included_tiers: list[str] = Field(
-        default=list(DecisionConfig.included_tiers), description="Attempt tiers whose calls are kept."
-    )
-    max_result_chars: int = Field(
-        default=DecisionConfig.max_result_chars, description="Cap on each tool result in the history."
-    )
-    history_budget_chars: int = Field(
-        default=DecisionConfig.history_budget_chars, description="Oldest history dropped beyond this size."
-    )
-    system_prompt: str = Field(
-        default=DecisionConfig.system_prompt, description="First message of each history; {repo}, {cwd}."
-    )
-    include_sidechain: bool = Field(
-        default=DecisionConfig.include_sidechain, description="Also sub-agent calls, in their own context."
-    )
     workers: int = workers_field()
     min_decision_points: int = Field(
         default=1, ge=0, description="Audit: decision points needed per run (days with kept attempts)."
@@ -54,13 +41,7 @@ class DecisionPointsConfig(dg.Config):
     )
 
     def core(self) -> DecisionConfig:
-        return DecisionConfig(
-            included_tiers=tuple(self.included_tiers),
-            max_result_chars=self.max_result_chars,
-            history_budget_chars=self.history_budget_chars,
-            system_prompt=self.system_prompt,
-            include_sidechain=self.include_sidechain,
-        )
+        return to_core(DecisionConfig, self)
 
 
 @dg.asset(
@@ -87,10 +68,7 @@ def decision_points(
     mined_trajectories: dict[str, pads.Dataset],
 ) -> Iterator[dg.Output[Any] | dg.AssetCheckResult]:
     """One row per assistant tool call in gold and silver attempts: history, canonical target, labels."""
-    try:
-        core = config.core()
-    except ValueError as err:
-        raise dg.Failure(f"decision_points config: {err}") from None
+    core = config.core()
     days = [DayEvents.of(key, raw_sessions[key], mined_trajectories[key]) for key in context.partition_keys]
     # Each day goes to a private spool file as it comes: a long range never sits in memory whole.
     kept: dict[str, SpooledParquet] = {}

@@ -4,12 +4,11 @@ This is the only module of the package that imports dagster; the domain core
 beside it stays importable and testable without it. `dagster dev` loads it
 through workspace.yaml (`make ui`).
 
-Storage location: TRAJECTORY_DATA_DIR (default ./data/warehouse).
+Settings (`TRAJECTORY_*` variables) are read by `trajectory_pipeline/settings.py`, at run time where
+they can be: a launchpad run may override any resource field.
 """
 
 from __future__ import annotations
-
-import os
 
 import dagster as dg
 
@@ -31,15 +30,13 @@ from resources.mlx_trainer import MLXTrainer
 from resources.parquet_io_manager import ParquetIOManager
 from resources.session_sources import SessionSources
 
-DATA_DIR = os.environ.get("TRAJECTORY_DATA_DIR", "data/warehouse")
-
 defs = dg.Definitions(
     assets=[raw_sessions, mined_trajectories, decision_points, rendered_splits, lora_adapter, replay_eval],
     jobs=[daily_ingest_job, weekly_retrain_job],
     schedules=[daily_ingest_schedule, weekly_retrain_schedule],
     sensors=[new_sessions_sensor],
     resources={
-        "io_manager": ParquetIOManager(base_dir=DATA_DIR),
+        "io_manager": ParquetIOManager(),
         "session_sources": SessionSources(),
         "trainer": MLXTrainer(),
         "adapter_registry": AdapterRegistryResource(),

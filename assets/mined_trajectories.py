@@ -3,8 +3,7 @@
 One row per attempt: a real user instruction and the agent's work until the next one.
 The audits run with the asset as Dagster asset checks; their thresholds are run config.
 
-    dagster asset materialize -m assets.definitions \
-        --select mined_trajectories --partition 2026-11-20
+    trajectory-pipeline materialize --select mined_trajectories --partition 2026-11-20
 """
 
 from collections import Counter
@@ -20,6 +19,7 @@ from assets import OWNERS
 from assets.metadata import counter_md, frame_md, single_or_dict
 from assets.partitions import daily_partitions
 from assets.workers import resolve_workers, workers_field
+from resources.core_config import derive, to_core
 from trajectory_pipeline.day_stages import DayEvents, mine_days
 from trajectory_pipeline.mining.attempts import MiningConfig
 from trajectory_pipeline.parquet_io import SpooledParquet, spool_dir
@@ -37,18 +37,12 @@ PREVIEW_COLUMNS = ["source", "repo", "intent", "tier", "quality", "shape", "tool
 SUMMARY_COLUMNS = ["source", "family_id", "repo", "intent", "shape", "tier_reasons"]
 
 
-class MinedTrajectoriesConfig(dg.Config):
-    """Tiering thresholds and the audits' minimums."""
+_MiningKnobs: Any = derive("MiningKnobs", MiningConfig)
 
-    min_tool_calls: int = Field(
-        default=MiningConfig.min_tool_calls, ge=0, description="Fewer tool calls: rejected as too_short."
-    )
-    gold_min_quality: float = Field(
-        default=MiningConfig.gold_min_quality,
-        ge=0.0,
-        le=1.0,
-        description="A gold-rule attempt below this quality is silver.",
-    )
+
+class MinedTrajectoriesConfig(_MiningKnobs):
+    """Tiering thresholds, signal weights and the audits' minimums."""
+
     min_kept_attempts: int = Field(
         default=1, ge=0, description="Audit: gold + silver attempts needed per run (days with sessions)."
     )
@@ -86,7 +80,7 @@ def mined_trajectories(
     raw_sessions: dict[str, pads.Dataset],
 ) -> Iterator[dg.Output[Any] | dg.AssetCheckResult]:
     """One row per task attempt, with its signals, quality tier, score and workflow family."""
-    mining = MiningConfig(min_tool_calls=config.min_tool_calls, gold_min_quality=config.gold_min_quality)
+    mining = to_core(MiningConfig, config)
     days = [DayEvents.of(key, raw_sessions[key]) for key in context.partition_keys]
     # Each day goes to a private spool file as it comes, and the audits keep only the columns
     # they read: a long range never sits in memory whole.

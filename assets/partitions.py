@@ -2,44 +2,27 @@
 
 Daily partitions are UTC days on which a session *started*. The first day is
 `TRAJECTORY_START_DATE` (YYYY-MM-DD, default 2025-01-01): partitions are part of
-the code location, so the start date is read from the environment when the
-definitions load.
+the code location, so the start date is read when the definitions load.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import os
-
 import dagster as dg
 
 from resources.parquet_io_manager import ALLOW_MISSING
+from trajectory_pipeline import settings
 
-DEFAULT_START_DATE = "2025-01-01"
+START_DATE = settings.start_date().isoformat()
 
-
-def start_date() -> str:
-    """The configured first partition day, validated so a typo fails loudly at load time."""
-    value = os.environ.get("TRAJECTORY_START_DATE", DEFAULT_START_DATE)
-    try:
-        dt.date.fromisoformat(value)
-    except ValueError:
-        raise ValueError(
-            f"TRAJECTORY_START_DATE must be a date like 2025-01-01, got {value!r}. "
-            "Set it to the first day you have sessions for, or unset it."
-        ) from None
-    return value
-
-
-daily_partitions = dg.DailyPartitionsDefinition(start_date=start_date(), timezone="UTC")
+daily_partitions = dg.DailyPartitionsDefinition(start_date=START_DATE, timezone="UTC")
 
 
 # Sunday-to-Sunday weeks: a weekly adapter trains on the days up to the end of its week.
-weekly_partitions = dg.WeeklyPartitionsDefinition(start_date=start_date(), timezone="UTC")
+weekly_partitions = dg.WeeklyPartitionsDefinition(start_date=START_DATE, timezone="UTC")
 
 # Weeks of daily rendered_splits a weekly adapter trains on (and its replay eval replays), up to
-# the end of its week. Part of the asset graph, so read from the environment when definitions load.
-WINDOW_WEEKS = int(os.environ.get("TRAJECTORY_WINDOW_WEEKS", "12"))
+# the end of its week (TRAJECTORY_WINDOW_WEEKS). Part of the asset graph: read when definitions load.
+WINDOW_WEEKS = settings.window_weeks()
 
 
 def rendered_window() -> dg.AssetIn:

@@ -4,8 +4,8 @@ Its twin output, raw_sessions_quarantine, keeps each line that could not be
 read (source, path, line, reason, a redacted excerpt), so nothing is dropped
 silently. Both are written by the Parquet IO manager, one file per day.
 
-    dagster asset materialize -m assets.definitions \
-        --select raw_sessions,raw_sessions_quarantine --partition-range 2026-11-09...2026-11-22
+    trajectory-pipeline materialize --select raw_sessions,raw_sessions_quarantine \
+        --partition-range 2026-11-09...2026-11-22
 """
 
 import datetime as dt
@@ -15,32 +15,32 @@ from typing import Any
 
 import dagster as dg
 import pyarrow.parquet as pq
-from pydantic import Field
 
 from assets import OWNERS
 from assets.metadata import counter_md, frame_md
 from assets.partitions import daily_partitions
 from assets.workers import resolve_workers, workers_field
+from resources.core_config import derive, to_core
 from resources.session_sources import SessionSources
-from trajectory_pipeline.ingest.days import IngestStats, SourceUnreadableError, candidate_files, ingest_days
-from trajectory_pipeline.ingest.parsers.lines import MAX_LINE_BYTES
-from trajectory_pipeline.ingest.redact import Redactor
+from trajectory_pipeline.ingest.days import (
+    IngestOptions,
+    IngestStats,
+    SourceUnreadableError,
+    candidate_files,
+    ingest_days,
+)
 from trajectory_pipeline.parquet_io import SpooledParquet, spool_dir
 
 PREVIEW_ROWS = 8
 PREVIEW_COLUMNS = ("source", "session_id", "ts", "role", "kind", "tool_name", "text")
 
 
-class IngestConfig(dg.Config):
+_IngestKnobs: Any = derive("IngestKnobs", IngestOptions)
+
+
+class IngestConfig(_IngestKnobs):
     """How lines are read and what is redacted besides secrets."""
 
-    max_line_bytes: int = Field(
-        default=MAX_LINE_BYTES, gt=0, description="Lines longer than this are quarantined as oversize_line."
-    )
-    redact_emails: bool = Field(default=True, description="Replace e-mail addresses with a placeholder.")
-    redact_home_paths: bool = Field(
-        default=True, description="Replace user names in home-folder paths (/home/<user>/...)."
-    )
     workers: int = workers_field()
 
 
@@ -70,7 +70,8 @@ def raw_sessions(
     context: dg.AssetExecutionContext, config: IngestConfig, session_sources: SessionSources
 ) -> tuple[dg.Output[Any], dg.Output[Any]]:
     roots = session_sources.roots(context.log)
-    redactor = Redactor(emails=config.redact_emails, home_paths=config.redact_home_paths)
+    options = to_core(IngestOptions, config)
+    redactor = options.redactor()
     try:
         files = candidate_files(roots)
     except SourceUnreadableError as err:
@@ -84,7 +85,7 @@ def raw_sessions(
             roots,
             outputs,
             redactor=redactor,
-            max_line_bytes=config.max_line_bytes,
+            max_line_bytes=options.max_line_bytes,
             files=files,
             workers=resolve_workers(config.workers),
         )

@@ -6,8 +6,7 @@ With `mlx_data_dir` set, the run also writes the mlx-lm data directory of its
 days (`trajectory_pipeline.dataset.training_data.write_window`, the function the trainer
 calls for its window).
 
-    dagster asset materialize -m assets.definitions \
-        --select rendered_splits --partition 2026-11-20
+    trajectory-pipeline materialize --select rendered_splits --partition 2026-11-20
 """
 
 from collections import Counter
@@ -22,13 +21,13 @@ from pydantic import Field
 from assets import OWNERS
 from assets.metadata import as_table, counter_md, single_or_dict
 from assets.partitions import daily_partitions
+from resources.core_config import derive, to_core
 from trajectory_pipeline.dataset.mlx_data import DatasetManifest, SplitTooSmallError
-from trajectory_pipeline.dataset.render import CONVENTIONS, FORMATS, RenderConfig
+from trajectory_pipeline.dataset.render import RenderConfig
 from trajectory_pipeline.dataset.splits import (
     SelectConfig,
     check_leakage,
     load_holdout,
-    parse_tool_caps,
     select,
 )
 from trajectory_pipeline.dataset.training_data import (
@@ -38,27 +37,12 @@ from trajectory_pipeline.dataset.training_data import (
     write_window,
 )
 
+_SplitKnobs: Any = derive("SplitKnobs", RenderConfig, SelectConfig)
 
-class RenderedSplitsConfig(dg.Config):
+
+class RenderedSplitsConfig(_SplitKnobs):
     """Format, split and filters of the training rows."""
 
-    format: str = Field(default="tools", description=f"Record format, one of {FORMATS}.")
-    convention: str = Field(
-        default="hermes", description=f"How chat/completions formats write a call, one of {CONVENTIONS}."
-    )
-    included_tiers: list[str] = Field(default=["gold", "silver"], description="Attempt tiers kept.")
-    min_quality: float = Field(default=0.0, ge=0.0, le=1.0, description="Attempts below are dropped.")
-    tool_caps: str = Field(default="", description="Most rows per tool, e.g. 'read_file=400,run_shell=220'.")
-    max_length: int = Field(
-        default=16_000, gt=0, description="Longest record: characters, or tokens with a tokenizer."
-    )
-    near_duplicate_threshold: float = Field(
-        default=0.9, gt=0.0, le=1.0, description="Prompt similarity (Jaccard) above which rows are dropped."
-    )
-    seed: int = Field(default=0, description="Seed of the session → split hash.")
-    train_ratio: float = Field(default=0.8, ge=0.0, le=1.0, description="Share of sessions in train.")
-    valid_ratio: float = Field(default=0.1, ge=0.0, le=1.0, description="Share of sessions in valid.")
-    test_ratio: float = Field(default=0.1, ge=0.0, le=1.0, description="Share of sessions in test.")
     holdout_path: str = Field(
         default="", description="File of session ids or prompt hashes kept out of train and valid."
     )
@@ -78,18 +62,10 @@ class RenderedSplitsConfig(dg.Config):
     )
 
     def render(self) -> RenderConfig:
-        return RenderConfig(format=self.format, convention=self.convention)
+        return to_core(RenderConfig, self)
 
     def select(self) -> SelectConfig:
-        return SelectConfig(
-            included_tiers=tuple(self.included_tiers),
-            min_quality=self.min_quality,
-            tool_caps=parse_tool_caps(self.tool_caps),
-            max_length=self.max_length,
-            near_duplicate_threshold=self.near_duplicate_threshold,
-            seed=self.seed,
-            ratios=(self.train_ratio, self.valid_ratio, self.test_ratio),
-        )
+        return to_core(SelectConfig, self)
 
 
 @dg.asset(

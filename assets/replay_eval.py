@@ -7,58 +7,37 @@ beside the adapter (`<artifacts>/<adapter_id>/eval/report.md` and `pass_rate.png
 promotes the adapter in the registry or rejects it with the reason. Its Parquet output is one
 row per scored answer.
 
-    dagster asset materialize -m assets.definitions --select replay_eval --partition 2026-11-22
+    trajectory-pipeline materialize --select replay_eval --partition 2026-11-22
 """
 
 import base64
-import dataclasses
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 import pandas as pd
-from pydantic import Field
 
 from assets import OWNERS
 from assets.metadata import as_table, frame_md
 from assets.partitions import rendered_window, weekly_partitions
 from resources.adapter_registry import AdapterRegistryResource
+from resources.core_config import derive, to_core
 from trajectory_pipeline.evaluation.evaluate import Contender, EvalOutcome, record_decision, run_replay_eval
 from trajectory_pipeline.evaluation.promotion import PROMOTED_STATUS, PromotionConfig
 from trajectory_pipeline.evaluation.replay import ReplayConfig
 from trajectory_pipeline.evaluation.schema import EVAL_RESULT_SCHEMA, HOLDOUT
 
-_REPLAY, _PROMOTION = ReplayConfig(), PromotionConfig()
+_ReplayKnobs: Any = derive("ReplayKnobs", ReplayConfig, PromotionConfig, exclude={"lane"})
 
 
-class ReplayEvalConfig(dg.Config):
+class ReplayEvalConfig(_ReplayKnobs):
     """Lane sizes, generation and the promotion rule."""
 
-    holdout_cases: int = Field(default=_REPLAY.holdout_cases, description="Most held-out cases.")
-    seen_exact_cases: int = Field(default=_REPLAY.seen_exact_cases, description="Most training cases.")
-    seen_variant_cases: int = Field(
-        default=_REPLAY.seen_variant_cases, description="Most test cases of trained workflow families."
-    )
-    max_tokens: int = Field(default=_REPLAY.max_tokens, description="Generated tokens per answer.")
-    samples: int = Field(default=_REPLAY.samples, description="Answers per case; above 1 gives pass^k.")
-    temperature: float = Field(
-        default=_REPLAY.temperature, description="Sampling temperature when samples > 1."
-    )
-    seed: int = Field(default=_REPLAY.seed, description="Seed of the lanes' order and of sampling.")
-    strategy: str = Field(
-        default=_REPLAY.strategy, description="one_at_a_time, prompt_cache (default) or batched."
-    )
-    batch_size: int = Field(default=_REPLAY.batch_size, description="Cases per batch (strategy batched).")
-    margin: float = Field(
-        default=_PROMOTION.margin,
-        description="Holdout pass-rate lead needed over each baseline (0.02 = 2 points).",
-    )
-    min_cases: int = Field(default=_PROMOTION.min_cases, description="Never promote on fewer holdout cases.")
-
     def replay(self) -> ReplayConfig:
-        return ReplayConfig(
-            **{field.name: getattr(self, field.name) for field in dataclasses.fields(ReplayConfig)}
-        )
+        return to_core(ReplayConfig, self)
+
+    def promotion(self) -> PromotionConfig:
+        return to_core(PromotionConfig, self)
 
 
 @dg.asset(
@@ -89,10 +68,7 @@ def replay_eval(
     rendered_splits: dict[str, pd.DataFrame],
 ) -> Any:
     """Scored answers of the base model, the new adapter and the promoted one at real decisions."""
-    try:
-        replay, promotion = config.replay(), PromotionConfig(margin=config.margin, min_cases=config.min_cases)
-    except ValueError as err:
-        raise dg.Failure(f"replay_eval config: {err}") from None
+    replay, promotion = config.replay(), config.promotion()
     manifest = lora_adapter.iloc[0]
     registry = adapter_registry.registry()
     base_model = Path(manifest["base_model"])

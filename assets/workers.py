@@ -5,14 +5,15 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from trajectory_pipeline.parallel import WORKERS_ENV, default_workers
+from trajectory_pipeline.parallel import default_workers
+from trajectory_pipeline.settings import WORKERS
 
 
 def workers_field() -> Any:
     return Field(
         default=0,
         ge=0,
-        description=f"Processes a range of days is spread over; 0: one per CPU, or {WORKERS_ENV} when set.",
+        description=f"Processes a range of days is spread over; 0: one per CPU, or {WORKERS.name} when set.",
     )
 
 

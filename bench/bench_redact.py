@@ -39,9 +39,10 @@ sys.path.insert(0, str(ROOT))
 
 from sections import write_section  # noqa: E402  (bench/sections.py, beside this script)
 
+from trajectory_pipeline import settings  # noqa: E402
 from trajectory_pipeline.ingest.redact import Redactor  # noqa: E402
 
-CORPUS = ROOT.parent / "shared" / "corpus" / "real"
+CORPUS = settings.real_corpus()
 SAMPLE_BYTES = 200_000
 RUNS = 5
 PERSONAL = ("email", "home_user")

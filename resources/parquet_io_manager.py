@@ -27,6 +27,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 from pydantic import Field
 
+from trajectory_pipeline import settings
 from trajectory_pipeline.parquet_io import SpooledParquet, move_atomic, write_table_atomic
 
 # Input metadata for a window that may have gaps (days with no sessions, not yet ingested): the
@@ -40,12 +41,13 @@ class ParquetIOManager(dg.ConfigurableIOManager):
     """Stores each asset partition as one private Parquet file under `base_dir`."""
 
     base_dir: str = Field(
-        default="data/warehouse",
-        description="Folder that holds every asset's Parquet files (created 0700 when missing).",
+        default="",
+        description="Folder that holds every asset's Parquet files (created 0700 when missing); "
+        "empty: $TRAJECTORY_DATA_DIR, else data/warehouse.",
     )
 
     def path_for(self, asset_key: dg.AssetKey, partition_key: str | None = None) -> Path:
-        folder = Path(self.base_dir).expanduser().joinpath(*asset_key.path)
+        folder = Path(self.base_dir or settings.data_dir()).expanduser().joinpath(*asset_key.path)
         if partition_key is None:
             return folder.with_name(folder.name + ".parquet")
         return folder / f"{partition_key}.parquet"

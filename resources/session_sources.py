@@ -1,21 +1,12 @@
-"""Where transcripts are read from: one root folder per agent format.
+"""Where transcripts are read from: one root folder per transcript format.
 
-Each root has a default (the folder the tool itself writes to) and can be set
-in run config, or by an environment variable when the definitions load:
+The fields are made from the format registry (`trajectory_pipeline/ingest/formats.py`): one
+`<source>_root` per format, whose default is read at run time from `TRAJECTORY_<SOURCE>_ROOT`,
+else the folder the tool writes to. Set a field in a launchpad run to override both.
 
-| field            | default               | environment variable          |
-| ---------------- | --------------------- | ----------------------------- |
-| claude_code_root | ~/.claude/projects    | TRAJECTORY_CLAUDE_CODE_ROOT   |
-| codex_root       | ~/.codex/sessions     | TRAJECTORY_CODEX_ROOT         |
-| own_agent_root   | ~/.agent/logs         | TRAJECTORY_OWN_AGENT_ROOT     |
-| chat_jsonl_root  | ~/.agent/chats        | TRAJECTORY_CHAT_JSONL_ROOT    |
-| gemini_cli_root  | ~/.gemini/tmp         | TRAJECTORY_GEMINI_CLI_ROOT    |
-| swe_agent_root   | (none)                | TRAJECTORY_SWE_AGENT_ROOT     |
-| aider_root       | (none)                | TRAJECTORY_AIDER_ROOT         |
-
-An empty value turns a source off. A root that does not exist is skipped with a
-log line (most people run one or two of these agents); a root that exists but
-cannot be read is an error, since silently skipping it would lose data.
+An empty value turns a source off. A root that does not exist is skipped with a log
+line (most people run one or two of these agents); a root that exists but cannot be
+read is an error, since silently skipping it would lose data.
 """
 
 from __future__ import annotations
@@ -29,42 +20,36 @@ import dagster as dg
 from pydantic import Field
 
 from trajectory_pipeline.ingest.days import SourceRoot
-
-ENV_PREFIX = "TRAJECTORY_"
-DEFAULT_ROOTS: dict[str, str] = {
-    "claude_code": "~/.claude/projects",
-    "codex": "~/.codex/sessions",
-    "own_agent": "~/.agent/logs",
-    "chat_jsonl": "~/.agent/chats",
-    "gemini_cli": "~/.gemini/tmp",
-    "swe_agent": "",
-    "aider": "",
-}
+from trajectory_pipeline.ingest.formats import FORMATS
 
 
-def _root_field(source: str, what: str) -> Any:
-    env = f"{ENV_PREFIX}{source.upper()}_ROOT"
-    return Field(
-        default=os.environ.get(env, DEFAULT_ROOTS[source]),
-        description=f"Folder holding {what}. Empty turns the source off. Default from ${env}.",
-    )
+def _root_fields() -> Any:
+    """A resource base with a `<source>_root` field per format: None means "from the settings"."""
+    annotations = {f"{name}_root": str | None for name in FORMATS}
+    namespace: dict[str, Any] = {
+        f"{name}_root": Field(
+            default=None,
+            description=f"{spec.title}: the folder holding {spec.holds}. Empty turns the source off. Unset: "
+            f"${spec.variable}, else {spec.default_root or 'off'}.",
+        )
+        for name, spec in FORMATS.items()
+    }
+    return type("SourceRoots", (dg.ConfigurableResource,), {**namespace, "__annotations__": annotations})
 
 
-class SessionSources(dg.ConfigurableResource):
+_SourceRoots: Any = _root_fields()
+
+
+class SessionSources(_SourceRoots):
     """The root folders that hold each agent's transcripts."""
 
-    claude_code_root: str = _root_field(
-        "claude_code", "Claude Code project folders (<project>/<session>.jsonl)"
-    )
-    codex_root: str = _root_field("codex", "Codex CLI rollouts (YYYY/MM/DD/rollout-*.jsonl)")
-    own_agent_root: str = _root_field("own_agent", "your own agent's daily logs (session_YYYY-MM-DD.jsonl)")
-    chat_jsonl_root: str = _root_field("chat_jsonl", 'chat-format JSONL files ({"messages": [...]} per line)')
-    gemini_cli_root: str = _root_field("gemini_cli", "Gemini CLI chats (<hash>/chats/session-*.json)")
-    swe_agent_root: str = _root_field("swe_agent", "SWE-agent trajectories (*.traj)")
-    aider_root: str = _root_field("aider", "repositories holding .aider.chat.history.md files")
-
     def configured(self) -> dict[str, str]:
-        return {source: getattr(self, f"{source}_root") for source in DEFAULT_ROOTS}
+        """Each source's root: the field when set, else its variable, else its default folder."""
+        found = {}
+        for name, spec in FORMATS.items():
+            value = getattr(self, f"{name}_root")
+            found[name] = spec.root() if value is None else value
+        return found
 
     def roots(self, log: logging.Logger | dg.DagsterLogManager | None = None) -> list[SourceRoot]:
         """The roots to read, checked: missing ones skipped with a log line, unreadable ones an error."""

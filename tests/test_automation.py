@@ -22,7 +22,6 @@ from assets.automation import (
     RANGE_START,
     daily_ingest_schedule,
     new_sessions_sensor,
-    schedule_timezone,
     weekly_retrain_schedule,
 )
 from assets.decision_points import decision_points
@@ -32,12 +31,14 @@ from assets.partitions import WINDOW_WEEKS
 from assets.raw_sessions import raw_sessions
 from assets.rendered_splits import rendered_splits
 from resources.parquet_io_manager import ParquetIOManager
-from resources.session_sources import DEFAULT_ROOTS, SessionSources
+from resources.session_sources import SessionSources
 from tests.conftest import REPO_ROOT
 from trajectory_pipeline.ingest.days import SourceRoot
+from trajectory_pipeline.ingest.formats import FORMATS
 from trajectory_pipeline.ingest.new_files import FileState, Watch, advance, day_spans, days_held, file_states
+from trajectory_pipeline.settings import schedule_timezone
 
-ROOTS_OFF = {f"{source}_root": "" for source in DEFAULT_ROOTS}
+ROOTS_OFF = {f"{source}_root": "" for source in FORMATS}
 D = dt.date.fromisoformat
 SUNDAY = D("2026-11-22")  # a weekly partition key: the week 2026-11-22 ... 2026-11-28
 
@@ -137,7 +138,7 @@ def test_schedule_timezone_from_the_environment(
 
 def test_a_wrong_timezone_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TRAJECTORY_SCHEDULE_TIMEZONE", "Europe/Paname")
-    with pytest.raises(ValueError, match=r"IANA time zone.*got 'Europe/Paname'"):
+    with pytest.raises(ValueError, match=r"TIMEZONE='Europe/Paname': not an IANA time zone"):
         schedule_timezone()
 
 

@@ -21,7 +21,8 @@ from assets.lora_adapter import lora_adapter
 from assets.partitions import WINDOW_WEEKS, daily_partitions, weekly_partitions
 from assets.replay_eval import replay_eval
 from resources.parquet_io_manager import ParquetIOManager
-from resources.session_sources import DEFAULT_ROOTS, SessionSources
+from resources.session_sources import SessionSources
+from trajectory_pipeline.ingest.formats import FORMATS
 from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
 
 INGEST = (
@@ -51,7 +52,7 @@ def test_a_range_backfill_materializes_every_day_in_one_run(tmp_path: Path) -> N
     spec = CorpusSpec(days=(LAST - FIRST).days + 1, end_date=LAST, sessions_per_day=1, seed=3)
     generate_corpus(tmp_path / "corpus", spec)
     roots = {f"{source}_root": str(tmp_path / "corpus" / sub) for source, sub in SOURCE_FOLDERS.items()}
-    off = {f"{source}_root": "" for source in DEFAULT_ROOTS if source not in SOURCE_FOLDERS}
+    off = {f"{source}_root": "" for source in FORMATS if source not in SOURCE_FOLDERS}
     local = dg.Definitions(
         assets=defs.assets,
         jobs=[daily_ingest_job],

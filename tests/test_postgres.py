@@ -34,9 +34,10 @@ from assets.raw_sessions import raw_sessions
 from assets.rendered_splits import rendered_splits
 from resources.adapter_registry import AdapterRegistryResource
 from resources.parquet_io_manager import ParquetIOManager
-from resources.session_sources import DEFAULT_ROOTS, SessionSources
+from resources.session_sources import SessionSources
 from tests.conftest import REPO_ROOT
 from tests.postgres_server import PostgresServer, PostgresUnavailable, install_from_debian, running_postgres
+from trajectory_pipeline.ingest.formats import FORMATS
 from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
 from trajectory_pipeline.training.registry import SCHEMA_VERSION, AdapterRecord, AdapterRow
 
@@ -87,7 +88,7 @@ def engine(server: PostgresServer) -> Iterator[sa.Engine]:
 def _ingest_one_day(instance: dg.DagsterInstance, root: Path) -> dg.ExecuteInProcessResult:
     generate_corpus(root / "corpus", SPEC)
     roots = {f"{source}_root": str(root / "corpus" / sub) for source, sub in SOURCE_FOLDERS.items()}
-    off = {f"{source}_root": "" for source in DEFAULT_ROOTS if source not in SOURCE_FOLDERS}
+    off = {f"{source}_root": "" for source in FORMATS if source not in SOURCE_FOLDERS}
     return dg.materialize(
         [raw_sessions, mined_trajectories, decision_points, rendered_splits],
         partition_key=DAY,

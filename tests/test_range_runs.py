@@ -1,5 +1,6 @@
 """A range of days, read once and spread over processes, gives each day exactly what a lone day gets."""
 
+import dataclasses
 import datetime as dt
 import gc
 import os
@@ -13,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from trajectory_pipeline import parallel
+from trajectory_pipeline import parallel, settings
 from trajectory_pipeline.day_stages import DayEvents, cut_days, mine_days
 from trajectory_pipeline.decisions.points import (
     DECISION_SCHEMA,
@@ -132,15 +133,11 @@ def test_verdict_spans(
 ) -> None:
     from trajectory_pipeline.ingest import days as ingest
 
-    spec = ingest.PARSERS["claude_code"]
-    fake = spec.__class__(
-        spec.source,
-        spec.globs,
-        spec.sniff,
-        spec.parse,
-        lambda _: None if earliest_day is None else earliest_day * DAY_US,
+    spec = ingest.FORMATS["claude_code"]
+    fake = dataclasses.replace(
+        spec, earliest_start=lambda _: None if earliest_day is None else earliest_day * DAY_US
     )
-    monkeypatch.setitem(ingest.PARSERS, "claude_code", fake)
+    monkeypatch.setitem(ingest.FORMATS, "claude_code", fake)
     spans = _verdicts("claude_code", Path(path), mtime_day * DAY_US + 5, 0, 40)
     by_day = {d: reason for reason, lo, hi in spans for d in range(lo, hi + 1)}
     assert {d: by_day[d] for d in expected} == expected
@@ -221,10 +218,10 @@ def test_results_come_back_in_task_order_and_a_failure_is_raised() -> None:
 
 @pytest.mark.parametrize("value", ["two", "0", "-1"])
 def test_a_bad_worker_count_says_what_to_write(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
-    monkeypatch.setenv(parallel.WORKERS_ENV, value)
-    with pytest.raises(ValueError, match=parallel.WORKERS_ENV):
+    monkeypatch.setenv(settings.WORKERS.name, value)
+    with pytest.raises(ValueError, match=settings.WORKERS.name):
         parallel.default_workers()
-    monkeypatch.setenv(parallel.WORKERS_ENV, "3")
+    monkeypatch.setenv(settings.WORKERS.name, "3")
     assert parallel.default_workers() == 3
 
 

@@ -31,8 +31,8 @@ from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 
 from tests.conftest import REPO_ROOT, DemoRun
+from trajectory_pipeline.ingest.formats import SOURCES
 from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS
-from trajectory_pipeline.schema import SOURCES
 
 CHROMIUM = Path("/usr/bin/chromium")
 # The background-networking flags keep Chromium off the network it cannot reach here. Playwright

@@ -16,8 +16,9 @@ import pytest
 from assets.automation import weekly_retrain_job
 from assets.definitions import defs
 from resources.adapter_registry import AdapterRegistryResource
-from resources.session_sources import DEFAULT_ROOTS, SessionSources
+from resources.session_sources import SessionSources
 from tests.assets.sample_window import WEEK, ingest_sample_window, weekly_resources
+from trajectory_pipeline.ingest.formats import FORMATS
 
 EVAL = {"holdout_cases": 4, "seen_exact_cases": 2, "seen_variant_cases": 2, "max_tokens": 16, "min_cases": 1}
 
@@ -26,7 +27,7 @@ EVAL = {"holdout_cases": 4, "seen_exact_cases": 2, "seen_variant_cases": 2, "max
 def test_weekly_retrain_job_trains_evaluates_and_decides(tmp_path: Path) -> None:
     ingest_sample_window(tmp_path, sessions_per_day=4, seed=5)
     registry_url = f"sqlite:///{tmp_path / 'adapters.sqlite'}"
-    no_sources = SessionSources(**{f"{source}_root": "" for source in DEFAULT_ROOTS})
+    no_sources = SessionSources(**{f"{source}_root": "" for source in FORMATS})
     local = dg.Definitions(
         assets=defs.assets,
         jobs=[weekly_retrain_job],

@@ -4,6 +4,11 @@ trajectory-pipeline sample-corpus --out data/sample_corpus   # generate the bund
 trajectory-pipeline tiny-model --out data/tiny-model --data data/mlx/sample-window   # the bundled tiny model
 trajectory-pipeline learn-base --model data/tiny-model --data data/mlx/sample-window # its learned base
 trajectory-pipeline demo                                      # run the chain on them (what `make demo` does)
+trajectory-pipeline materialize --select raw_sessions,raw_sessions_quarantine --partition 2026-11-20
+trajectory-pipeline materialize --job daily_ingest_job --partition-range 2026-11-09...2026-11-22
+
+This is the project's entry point, the one core module allowed to reach the Dagster layer
+(`assets/`): `demo` and `materialize` run the graph, and import it only when asked for.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import sys
 
 from trajectory_pipeline.sample import corpus as sample_corpus
 from trajectory_pipeline.sample import tiny_base, tiny_model
+from trajectory_pipeline.settings import SettingError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,6 +43,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--corpus", default="data/sample_corpus", help="sample corpus folder (generated if absent)"
     )
     demo.add_argument("--data-dir", default="data/warehouse", help="where the Parquet tables are written")
+    launch = commands.add_parser(
+        "materialize", help="materialize assets or a job for a day, a week or a range, in one run"
+    )
+    launch.add_argument("--select", help="assets, comma-separated: raw_sessions,raw_sessions_quarantine")
+    launch.add_argument("--job", help="a job instead of a selection (daily_ingest_job, weekly_retrain_job)")
+    launch.add_argument("--partition", help="one UTC day (weekly assets: the Sunday that starts the week)")
+    launch.add_argument("--partition-range", help="FIRST...LAST, both included, in one run")
     return parser
 
 
@@ -48,7 +61,20 @@ def main(argv: list[str] | None = None) -> int:
         return tiny_model.run(args)
     if args.command == "learn-base":
         return tiny_base.run(args)
-    from assets.demo import run_demo  # imports dagster: only when asked for
+    try:
+        return _run_graph(args)
+    except SettingError as err:  # a TRAJECTORY_* variable the definitions could not load with
+        print(f"trajectory-pipeline {args.command}: {err}", file=sys.stderr)
+        return 2
+
+
+def _run_graph(args: argparse.Namespace) -> int:
+    """The commands that run the Dagster graph: imported only when asked for (they load dagster)."""
+    if args.command == "materialize":
+        from assets.launch import run
+
+        return run(args.select, args.job, args.partition, args.partition_range)
+    from assets.demo import run_demo
 
     return run_demo(args.corpus, args.data_dir)
 

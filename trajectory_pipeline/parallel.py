@@ -27,10 +27,11 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
+from trajectory_pipeline import settings
+
 T = TypeVar("T")
 R = TypeVar("R")
 
-WORKERS_ENV = "TRAJECTORY_WORKERS"
 # Container allocations between young-generation collections while a task runs (CPython's
 # default is 700); see `sparing_gc`.
 TASK_GC_THRESHOLD = 100_000
@@ -40,15 +41,9 @@ _PRELOAD = ["trajectory_pipeline.ingest.days", "trajectory_pipeline.day_stages"]
 
 def default_workers() -> int:
     """The CPUs this process may use (cgroup and affinity aware), or `TRAJECTORY_WORKERS` when set."""
-    configured = os.environ.get(WORKERS_ENV, "").strip()
-    if configured:
-        try:
-            workers = int(configured)
-        except ValueError:
-            raise ValueError(f"{WORKERS_ENV}={configured!r} is not a whole number of processes") from None
-        if workers < 1:
-            raise ValueError(f"{WORKERS_ENV}={configured!r}: use 1 or more processes")
-        return workers
+    configured = settings.workers()
+    if configured is not None:
+        return configured
     if hasattr(os, "process_cpu_count"):  # Python 3.13+
         cpus = os.process_cpu_count()
     elif hasattr(os, "sched_getaffinity"):  # Linux

@@ -16,7 +16,6 @@ from typing import Any, NamedTuple
 import orjson
 import pyarrow as pa
 
-SOURCES = ("claude_code", "codex", "own_agent", "chat_jsonl", "gemini_cli", "swe_agent", "aider")
 ROLES = ("user", "assistant", "tool", "system")
 KINDS = ("message", "tool_call", "tool_result", "error", "decision", "reasoning", "meta")
 

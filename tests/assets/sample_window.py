@@ -18,7 +18,8 @@ from assets.replay_eval import replay_eval
 from resources.adapter_registry import AdapterRegistryResource
 from resources.mlx_trainer import MLXTrainer
 from resources.parquet_io_manager import ParquetIOManager
-from resources.session_sources import DEFAULT_ROOTS, SessionSources
+from resources.session_sources import SessionSources
+from trajectory_pipeline.ingest.formats import FORMATS
 from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
 from trajectory_pipeline.sample.tiny_model import TinyModelSpec, build_tiny_model
 
@@ -39,7 +40,7 @@ def ingest_sample_window(
     if before is not None:
         before(root / "corpus")
     roots = {f"{source}_root": str(root / "corpus" / sub) for source, sub in SOURCE_FOLDERS.items()}
-    off = {f"{source}_root": "" for source in DEFAULT_ROOTS if source not in SOURCE_FOLDERS}
+    off = {f"{source}_root": "" for source in FORMATS if source not in SOURCE_FOLDERS}
     ingest = dg.materialize(
         [raw_sessions, mined_trajectories, decision_points, rendered_splits],
         tags=RANGE,

@@ -10,12 +10,13 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from assets.lora_adapter import _resume_source, lora_adapter
+from assets.lora_adapter import lora_adapter
 from assets.rendered_splits import rendered_splits
 from resources.adapter_registry import AdapterRegistryResource
 from resources.mlx_trainer import MLXTrainer
 from resources.parquet_io_manager import ParquetIOManager
 from tests.assets.sample_window import WEEK, ingest_sample_window
+from trajectory_pipeline.training.week import resume_source
 
 
 @pytest.fixture(scope="module")
@@ -131,9 +132,9 @@ def test_resume_starts_from_the_latest_candidate_unless_one_is_promoted(
     start = re.search(r"iteration 0, val loss ([\d.]+)", logged)
     assert start is not None and float(start[1]) == pytest.approx(first.best_val_loss, abs=1e-3)
     # A promoted adapter is resumed before a newer candidate.
-    assert _resume_source(registry, first.base_model).adapter_id == second.adapter_id
+    assert resume_source(registry, first.base_model).adapter_id == second.adapter_id
     registry.promote(first.adapter_id)
-    assert _resume_source(registry, first.base_model).adapter_id == first.adapter_id
+    assert resume_source(registry, first.base_model).adapter_id == first.adapter_id
 
 
 def test_a_bad_base_model_is_a_clear_failure(tmp_path: Path) -> None:

@@ -16,7 +16,8 @@ from assets.mined_trajectories import mined_trajectories
 from assets.raw_sessions import raw_sessions
 from assets.rendered_splits import rendered_splits
 from resources.parquet_io_manager import ParquetIOManager
-from resources.session_sources import DEFAULT_ROOTS, SessionSources
+from resources.session_sources import SessionSources
+from trajectory_pipeline.ingest.formats import FORMATS
 from trajectory_pipeline.mining.attempts import mine_trajectories
 from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
 
@@ -31,7 +32,7 @@ def materialized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dg.Exe
     generate_corpus(corpus, SPEC)
     warehouse = tmp_path_factory.mktemp("warehouse")
     roots = {f"{source}_root": str(corpus / sub) for source, sub in SOURCE_FOLDERS.items()}
-    off = {f"{source}_root": "" for source in DEFAULT_ROOTS if source not in SOURCE_FOLDERS}
+    off = {f"{source}_root": "" for source in FORMATS if source not in SOURCE_FOLDERS}
     resources = {
         "io_manager": ParquetIOManager(base_dir=str(warehouse)),
         "session_sources": SessionSources(**roots, **off),
@@ -52,7 +53,7 @@ def rerun(
     warehouse: Path, asset: str, run_config: dict[str, Any], raise_on_error: bool = True
 ) -> dg.ExecuteInProcessResult:
     """Materialize one asset of DAY again, from the stored upstream partitions, with `run_config`."""
-    off = SessionSources(**{f"{source}_root": "" for source in DEFAULT_ROOTS})
+    off = SessionSources(**{f"{source}_root": "" for source in FORMATS})
     return dg.materialize(
         ASSETS,
         selection=[asset],

@@ -12,7 +12,8 @@ import pytest
 
 from assets.raw_sessions import raw_sessions
 from resources.parquet_io_manager import ParquetIOManager
-from resources.session_sources import DEFAULT_ROOTS, SessionSources
+from resources.session_sources import SessionSources
+from trajectory_pipeline.ingest.formats import FORMATS
 from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, CorpusSummary, generate_corpus
 
 SPEC = CorpusSpec(days=3, end_date=dt.date(2026, 11, 22), sessions_per_day=2, seed=11)
@@ -32,7 +33,7 @@ def corpus(generated: tuple[Path, CorpusSummary]) -> Path:
 
 def _resources(corpus: Path, warehouse: Path) -> dict[str, object]:
     roots = {f"{source}_root": str(corpus / sub) for source, sub in SOURCE_FOLDERS.items()}
-    off = {f"{source}_root": "" for source in DEFAULT_ROOTS if source not in SOURCE_FOLDERS}
+    off = {f"{source}_root": "" for source in FORMATS if source not in SOURCE_FOLDERS}
     return {
         "io_manager": ParquetIOManager(base_dir=str(warehouse)),
         "session_sources": SessionSources(**roots, **off),

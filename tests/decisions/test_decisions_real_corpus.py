@@ -26,7 +26,7 @@ from tests.conftest import REAL_FOLDERS
 from trajectory_pipeline.decisions.points import TIERS, DecisionConfig, extract_decision_points, learnable
 from trajectory_pipeline.events import order_session_events
 from trajectory_pipeline.ingest.days import SourceRoot, candidate_files
-from trajectory_pipeline.ingest.parsers import PARSERS
+from trajectory_pipeline.ingest.formats import FORMATS
 from trajectory_pipeline.mining.attempts import mine_trajectories
 from trajectory_pipeline.mining.vocabulary import CANONICAL_TOOLS
 from trajectory_pipeline.schema import EVENT_SCHEMA, Event
@@ -45,7 +45,7 @@ class Real:
         for file in candidate_files(
             [SourceRoot(source, corpus / folder) for source, folder in REAL_FOLDERS.items()]
         ):
-            for item in PARSERS[file.source].parse(file.path):
+            for item in FORMATS[file.source].parse(file.path):
                 assert isinstance(item, Event), f"{file.path} line {item.line_no}: {item.reason}"
                 rows.append(item)
         main_file: dict[str, str] = {}

@@ -1,7 +1,7 @@
 """Tests for replay scoring: how one predicted tool call is judged against the real one.
 
 The replay eval decides whether an adapter is promoted, so these tables pin every rule of
-DESIGN.md's "Scoring a predicted tool call": path normalization and suffix matching, shell
+docs/design.md's "Scoring": path normalization and suffix matching, shell
 commands by whitespace folding and by intent class, patch file sets, source tool names mapped
 into the canonical vocabulary, each failure reason and its precedence, the RoTBench-style
 parameter columns, the argument-shape formula, and tau-bench's pass^k on hand-computed cases.

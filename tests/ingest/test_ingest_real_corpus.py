@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import REAL_FOLDERS
 from trajectory_pipeline.ingest.days import SourceRoot, candidate_files, ingest_day
-from trajectory_pipeline.ingest.parsers import PARSERS
+from trajectory_pipeline.ingest.formats import FORMATS
 from trajectory_pipeline.schema import Event, utc_day
 
 
@@ -34,7 +34,7 @@ def test_ingesting_every_start_day_keeps_every_event(roots: list[SourceRoot], tm
     files = candidate_files(roots)
     expected: Counter[str] = Counter()
     for file in files:
-        for item in PARSERS[file.source].parse(file.path):
+        for item in FORMATS[file.source].parse(file.path):
             assert isinstance(item, Event), f"{file.path} line {item.line_no}: {item.reason}"
             expected[utc_day(item.session_start)] += 1
     total = Counter[str]()

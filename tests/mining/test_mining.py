@@ -27,7 +27,7 @@ import pytest
 from tests.conftest import REAL_FOLDERS
 from trajectory_pipeline.events import ArrowEventLists, EventLists, order_session_events
 from trajectory_pipeline.ingest.days import SourceRoot, candidate_files, ingest_day
-from trajectory_pipeline.ingest.parsers import PARSERS
+from trajectory_pipeline.ingest.formats import FORMATS
 from trajectory_pipeline.mining import attempts as mining
 from trajectory_pipeline.mining.attempts import (
     TIER_FLOORS,
@@ -808,7 +808,7 @@ def real(real_corpus: Path) -> tuple[pd.DataFrame, dict[str, str]]:
     for file in candidate_files(
         [SourceRoot(source, real_corpus / folder) for source, folder in REAL_FOLDERS.items()]
     ):
-        rows += [item for item in PARSERS[file.source].parse(file.path) if isinstance(item, Event)]
+        rows += [item for item in FORMATS[file.source].parse(file.path) if isinstance(item, Event)]
     events = frame_of(rows)
     main_file: dict[str, str] = {}
     for row in rows:  # a session's own file: the first one that is not a sub-agent's

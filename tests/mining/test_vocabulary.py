@@ -16,17 +16,16 @@ import pytest
 
 from tests.conftest import REAL_FOLDERS
 from trajectory_pipeline.ingest.days import SourceRoot, candidate_files
-from trajectory_pipeline.ingest.parsers import PARSERS
+from trajectory_pipeline.ingest.formats import FORMATS
 from trajectory_pipeline.mining.vocabulary import (
     CANONICAL_TOOLS,
-    TABLES,
     CanonicalCall,
     canonicalize,
     missing_required,
     shell_command_text,
 )
 from trajectory_pipeline.sample.corpus import CorpusSpec, generate_corpus
-from trajectory_pipeline.schema import SOURCES, Event
+from trajectory_pipeline.schema import Event
 
 PATCH = "*** Begin Patch\n*** Update File: a.py\n@@\n-x = 1\n+x = 2\n*** End Patch"
 
@@ -535,10 +534,6 @@ def test_unknown_source_is_refused() -> None:
         canonicalize("cursor", "read_file", None)
 
 
-def test_every_source_has_a_table() -> None:
-    assert set(TABLES) == set(SOURCES)
-
-
 @pytest.mark.parametrize(
     ("source", "tool", "tool_input", "missing"),
     [
@@ -566,7 +561,7 @@ def test_missing_required(
 def _calls(roots: list[SourceRoot]) -> list[tuple[Event, CanonicalCall]]:
     calls = []
     for file in candidate_files(roots):
-        for item in PARSERS[file.source].parse(file.path):
+        for item in FORMATS[file.source].parse(file.path):
             if isinstance(item, Event) and item.kind == "tool_call":
                 assert item.tool_name is not None
                 calls.append((item, canonicalize(item.source, item.tool_name, item.tool_input)))

@@ -38,9 +38,9 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import REAL_CORPUS
+from tests.conftest import require_real_corpus
 from trajectory_pipeline.ingest.days import UNRECOGNIZED_FORMAT, SourceRoot, candidate_files, ingest_day
-from trajectory_pipeline.ingest.parsers import PARSERS
+from trajectory_pipeline.ingest.formats import FORMATS
 from trajectory_pipeline.ingest.parsers.lines import MAX_LINE_BYTES
 from trajectory_pipeline.ingest.redact import Redactor
 from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
@@ -129,7 +129,7 @@ def _prepare(name: str, generated_corpus: Path, tmp_path: Path) -> tuple[str, Pa
         source, rel = REAL_INPUTS[name]
         target = root / rel
         target.parent.mkdir(parents=True)
-        shutil.copy2(REAL_CORPUS / rel, target)
+        shutil.copy2(require_real_corpus() / rel, target)
         return source, root, target
     source = GENERATED_INPUTS[name]
     original = _generated_file(generated_corpus, source)
@@ -226,7 +226,7 @@ def write(path: Path, data: bytes, mtime_ns: int) -> None:
 
 
 def _parsed_events(source: str, path: Path) -> list[Event]:
-    return [item for item in PARSERS[source].parse(path) if isinstance(item, Event)]
+    return [item for item in FORMATS[source].parse(path) if isinstance(item, Event)]
 
 
 def _content(event: Event) -> Event:

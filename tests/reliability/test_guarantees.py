@@ -30,9 +30,10 @@ from assets.mined_trajectories import mined_trajectories
 from assets.raw_sessions import raw_sessions
 from assets.rendered_splits import rendered_splits
 from resources.parquet_io_manager import ParquetIOManager
-from resources.session_sources import DEFAULT_ROOTS, SessionSources
+from resources.session_sources import SessionSources
 from tests.assets.sample_window import RANGE, WEEK, ingest_sample_window, weekly_resources
 from trajectory_pipeline.dataset.training_data import LeakageError, dedupe_across_days, write_window
+from trajectory_pipeline.ingest.formats import FORMATS
 from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -42,7 +43,7 @@ SAMPLE = CorpusSpec(days=2, end_date=dt.date(2026, 11, 22), sessions_per_day=3, 
 def materialize_daily(corpus: Path, warehouse: Path, mlx_data_dir: Path | None = None) -> None:
     """Both sample days of `corpus` through every daily asset into `warehouse`, in one run."""
     roots = {f"{source}_root": str(corpus / sub) for source, sub in SOURCE_FOLDERS.items()}
-    off = {f"{source}_root": "" for source in DEFAULT_ROOTS if source not in SOURCE_FOLDERS}
+    off = {f"{source}_root": "" for source in FORMATS if source not in SOURCE_FOLDERS}
     render: dict[str, object] = {"max_length": 6000}
     if mlx_data_dir is not None:
         render |= {"mlx_data_dir": str(mlx_data_dir), "batch_size": 1, "pad_small_splits": True}

@@ -14,7 +14,7 @@ def test_default_is_a_sqlite_file_in_the_dagster_home(
 ) -> None:
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
     resource = AdapterRegistryResource()
-    assert resource.url == f"sqlite:///{tmp_path}/adapters.sqlite"
+    assert resource.resolved_url() == f"sqlite:///{tmp_path}/adapters.sqlite"
     record = AdapterRecord(
         adapter_id="a1",
         created_at=dt.datetime(2026, 11, 22, tzinfo=dt.UTC),
@@ -32,5 +32,5 @@ def test_default_is_a_sqlite_file_in_the_dagster_home(
         parent_adapter_id=None,
     )
     resource.registry().register(record)
-    assert AdapterRegistryResource(url=resource.url).registry().get("a1").base_model == "tiny"
+    assert AdapterRegistryResource(url=resource.resolved_url()).registry().get("a1").base_model == "tiny"
     assert (tmp_path / "adapters.sqlite").exists()

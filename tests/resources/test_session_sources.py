@@ -1,16 +1,15 @@
 """A missing root is normal (few people run every agent); an unreadable one must stop the run, clearly."""
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
-from resources.session_sources import DEFAULT_ROOTS, SessionSources
+from resources.session_sources import SessionSources
+from trajectory_pipeline.ingest.formats import FORMATS
 
-OFF = {f"{source}_root": "" for source in DEFAULT_ROOTS}
+OFF = {f"{source}_root": "" for source in FORMATS}
 
 
 def test_missing_roots_are_skipped_with_a_log_line(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -45,11 +44,3 @@ def test_an_unreadable_root_is_a_clear_error(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setattr(os, "scandir", refuse)
     with pytest.raises(dg.Failure, match="exists but cannot be read"):
         SessionSources(**{**OFF, "codex_root": str(tmp_path)}).roots()
-
-
-def test_roots_default_from_environment(tmp_path: Path) -> None:
-    # Defaults are read when the definitions load, so check in a fresh interpreter.
-    code = "from resources.session_sources import SessionSources; print(SessionSources().codex_root)"
-    env = {**os.environ, "TRAJECTORY_CODEX_ROOT": str(tmp_path)}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == str(tmp_path)

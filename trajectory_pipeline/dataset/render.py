@@ -55,6 +55,7 @@ from typing import Any
 
 import orjson
 
+from trajectory_pipeline.config import knob
 from trajectory_pipeline.mining.vocabulary import CANONICAL_TOOLS
 from trajectory_pipeline.schema import canonical_json
 
@@ -119,21 +120,31 @@ _HOW_TO_CALL = {
 class RenderConfig:
     """How decision points are written as training records."""
 
-    # Record format: "tools" (mlx-lm tools format), "chat" (calls written into assistant text) or
-    # "completions" ({"prompt", "completion"}).
-    format: str = "tools"
-    # How a call is written into text (chat/completions formats): "hermes" <tool_call> tags,
-    # "fenced_json" (a ```json block) or "bare_json".
-    convention: str = "hermes"
-    # tools format: a call's `arguments` as a "json_string" (OpenAI, Mistral) or an "object"
-    # (Hugging Face templates that apply tojson themselves, such as Qwen2.5's).
-    tool_arguments: str = "json_string"
-    # Offer the whole canonical vocabulary in every record, plus any other tool it uses; when
-    # False, only the tools the record uses (which hints at the target's tool).
-    offer_all_tools: bool = True
-    # chat/completions formats: append the offered tools' specs and the call convention to the
-    # system message, since these formats carry no `tools` field.
-    describe_tools: bool = True
+    format: str = knob(
+        "tools",
+        'Record format: "tools" (mlx-lm tools format), "chat" (calls written into assistant text) or '
+        '"completions" ({"prompt", "completion"}).',
+    )
+    convention: str = knob(
+        "hermes",
+        'How a call is written into text (chat/completions formats): "hermes" <tool_call> tags, '
+        '"fenced_json" (a ```json block) or "bare_json".',
+    )
+    tool_arguments: str = knob(
+        "json_string",
+        'tools format: a call\'s `arguments` as a "json_string" (OpenAI, Mistral) or an "object" (Hugging '
+        "Face templates that apply tojson themselves, such as Qwen2.5's).",
+    )
+    offer_all_tools: bool = knob(
+        True,
+        "Offer the whole canonical vocabulary in every record, plus any other tool it uses; when False, "
+        "only the tools the record uses (which hints at the target's tool).",
+    )
+    describe_tools: bool = knob(
+        True,
+        "chat/completions formats: append the offered tools' specs and the call convention to the system "
+        "message, since these formats carry no `tools` field.",
+    )
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:

@@ -6,7 +6,7 @@ proves that no session, no (prompt, target) pair and no holdout item crosses the
 The `rendered_splits` asset is a thin wrapper around them:
 
     holdout = load_holdout(Path("holdout.txt"))
-    config = SelectConfig(tool_caps=parse_tool_caps("read_file=400,run_shell=220"))
+    config = SelectConfig(tool_caps="read_file=400,run_shell=220")
     rows, counts = select(decisions, RenderConfig(), config, holdout)
     report = check_leakage(rows, holdout)   # a blocking asset check: report.passed, report.message()
 
@@ -47,7 +47,7 @@ import hashlib
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,7 @@ import orjson
 import pandas as pd
 from datasketch import MinHash, MinHashLSH
 
+from trajectory_pipeline.config import knob
 from trajectory_pipeline.dataset.render import (
     RenderConfig,
     drop_oldest_turn,
@@ -177,26 +178,34 @@ def parse_tool_caps(text: str) -> dict[str, int]:
     return caps
 
 
+def format_tool_caps(caps: Mapping[str, int]) -> str:
+    """`parse_tool_caps`'s text for `caps`, names sorted."""
+    return ",".join(f"{name}={cap}" for name, cap in sorted(caps.items()))
+
+
 @dataclass(frozen=True)
 class SelectConfig:
     """Which decision points become training rows, and how sessions are split."""
 
-    # Attempt tiers whose decision points are kept (gold / silver / bronze / reject).
-    included_tiers: tuple[str, ...] = ("gold", "silver")
-    # Rows whose attempt quality score is below this are dropped.
-    min_quality: float = 0.0
-    # Most rows kept per canonical target tool, e.g. parse_tool_caps("read_file=400"); a mapping is
-    # stored as sorted (name, cap) pairs so the config stays hashable. Tools not named are uncapped.
-    tool_caps: Mapping[str, int] | tuple[tuple[str, int], ...] = field(default_factory=tuple)
-    # Longest rendered record kept: characters, or tokens when `select` gets a tokenizer.
-    max_length: int = 16_000
-    # Prompts of different sessions this similar (Jaccard of word shingles) are near-duplicates;
-    # 1.0 turns near-duplicate removal off.
-    near_duplicate_threshold: float = 0.9
-    # Seed of the split hash and of the tool-cap sample order.
-    seed: int = 0
-    # Shares of sessions in train, valid and test.
-    ratios: tuple[float, float, float] = (0.8, 0.1, 0.1)
+    included_tiers: tuple[str, ...] = knob(
+        ("gold", "silver"), "Attempt tiers whose decision points are kept (gold / silver / bronze / reject)."
+    )
+    min_quality: float = knob(0.0, "Rows whose attempt quality score is below this are dropped.")
+    tool_caps: str = knob(
+        "", "Most rows per canonical target tool, e.g. 'read_file=400,run_shell=220'; others uncapped."
+    )
+    max_length: int = knob(
+        16_000, "Longest record kept: characters, or tokens with a tokenizer (history dropped first)."
+    )
+    near_duplicate_threshold: float = knob(
+        0.9,
+        "Prompts of different sessions this similar (Jaccard of word shingles) are near-duplicates; "
+        "1.0 turns near-duplicate removal off.",
+    )
+    seed: int = knob(0, "Seed of the session → split hash and of the tool-cap sample order.")
+    train_ratio: float = knob(0.8, "Share of sessions in train.")
+    valid_ratio: float = knob(0.1, "Share of sessions in valid.")
+    test_ratio: float = knob(0.1, "Share of sessions in test.")
 
     def __post_init__(self) -> None:
         unknown = [tier for tier in self.included_tiers if tier not in TIERS]
@@ -206,11 +215,12 @@ class SelectConfig:
             )
         if not math.isfinite(self.min_quality):
             raise ValueError(f"min_quality must be a finite number, got {self.min_quality!r}")
-        caps = dict(self.tool_caps.items() if isinstance(self.tool_caps, Mapping) else self.tool_caps)
-        bad = {name: cap for name, cap in caps.items() if not isinstance(cap, int) or cap < 0}
-        if bad:
-            raise ValueError(f"tool_caps must be non-negative whole counts, got {bad}")
-        object.__setattr__(self, "tool_caps", tuple(sorted(caps.items())))
+        # one spelling per meaning, so equal configs hash alike
+        try:
+            caps = parse_tool_caps(self.tool_caps)
+        except ValueError as err:
+            raise ValueError(f"tool_caps: {err}") from None
+        object.__setattr__(self, "tool_caps", format_tool_caps(caps))
         if self.max_length < 1:
             raise ValueError(f"max_length must be positive, got {self.max_length}")
         if not 0.0 < self.near_duplicate_threshold <= 1.0:
@@ -223,7 +233,12 @@ class SelectConfig:
     @property
     def caps(self) -> dict[str, int]:
         """`tool_caps` as a dict."""
-        return dict(self.tool_caps.items() if isinstance(self.tool_caps, Mapping) else self.tool_caps)
+        return parse_tool_caps(self.tool_caps)
+
+    @property
+    def ratios(self) -> tuple[float, float, float]:
+        """The shares of sessions in (train, valid, test)."""
+        return (self.train_ratio, self.valid_ratio, self.test_ratio)
 
 
 def _sha256(text: str) -> str:

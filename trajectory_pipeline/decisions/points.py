@@ -62,6 +62,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from trajectory_pipeline.config import knob
 from trajectory_pipeline.events import (
     CALL_COLUMNS,
     ArrowEventLists,
@@ -149,19 +150,29 @@ Message = dict[str, Any]
 class DecisionConfig:
     """Which attempts become decision points, and how much history each one carries."""
 
-    # Attempt tiers whose calls become decision points (gold / silver / bronze / reject).
-    included_tiers: tuple[str, ...] = ("gold", "silver")
-    # Each tool result in the history is capped to this many characters: head and tail, with a
-    # marker that says how much was left out between them.
-    max_result_chars: int = 2_000
-    # Size of the history's JSON above which the oldest messages after the instruction are dropped;
-    # the system prompt, the instruction and the target are never dropped.
-    history_budget_chars: int = 24_000
-    # The first message of every history; may use {repo} and {cwd}.
-    system_prompt: str = "You are a coding agent working in {repo}. Decide the next tool call."
-    # Also make decision points of sub-agent (sidechain) calls, each decided in the sub-agent's own
-    # context. Off by default: sub-agent prompts are written by the main agent, not by a person.
-    include_sidechain: bool = False
+    included_tiers: tuple[str, ...] = knob(
+        ("gold", "silver"),
+        "Attempt tiers whose calls become decision points (gold / silver / bronze / reject).",
+    )
+    max_result_chars: int = knob(
+        2_000,
+        "Each tool result in the history is capped to this many characters: head and tail, with a marker "
+        "that says how much was left out between them.",
+    )
+    history_budget_chars: int = knob(
+        24_000,
+        "Size of the history's JSON above which the oldest messages after the instruction are dropped; "
+        "the system prompt, the instruction and the target are never dropped.",
+    )
+    system_prompt: str = knob(
+        "You are a coding agent working in {repo}. Decide the next tool call.",
+        "The first message of every history; may use {repo} and {cwd}.",
+    )
+    include_sidechain: bool = knob(
+        False,
+        "Also make decision points of sub-agent (sidechain) calls, each decided in the sub-agent's own "
+        "context. Off by default: sub-agent prompts are written by the main agent, not by a person.",
+    )
 
     def __post_init__(self) -> None:
         unknown = [tier for tier in self.included_tiers if tier not in TIERS]

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from trajectory_pipeline.config import knob
 from trajectory_pipeline.evaluation.schema import BASE, CANDIDATE, HOLDOUT, LANES, PROMOTED
 
 PROMOTED_STATUS, REJECTED_STATUS = "promoted", "rejected"
@@ -37,12 +38,11 @@ _NAMES = {BASE: "the base model's", PROMOTED: "the promoted adapter's"}
 class PromotionConfig:
     """What the candidate must show on the replay eval before it replaces the adapter in use."""
 
-    # Pass-rate lead (a fraction: 0.02 = 2 points) the candidate needs over each baseline, strictly.
-    margin: float = 0.0
-    # Never promote on fewer distinct decisions than this in the lane.
-    min_cases: int = 20
-    # The lane the decision is made on.
-    lane: str = HOLDOUT
+    margin: float = knob(
+        0.0, "Holdout pass-rate lead needed over each baseline, strictly (a fraction: 0.02 = 2 points)."
+    )
+    min_cases: int = knob(20, "Never promote on fewer distinct decisions than this in the lane.")
+    lane: str = knob(HOLDOUT, "The lane the decision is made on.")
 
     def __post_init__(self) -> None:
         if isinstance(self.margin, bool) or not 0.0 <= self.margin < 1.0:

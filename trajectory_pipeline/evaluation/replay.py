@@ -39,6 +39,7 @@ from typing import Any, cast
 import orjson
 import pandas as pd
 
+from trajectory_pipeline.config import knob
 from trajectory_pipeline.dataset.render import parse_call_text
 from trajectory_pipeline.evaluation.answers import parse_answer
 from trajectory_pipeline.evaluation.schema import EVAL_COLUMNS, HOLDOUT, SEEN_EXACT, SEEN_VARIANT
@@ -53,20 +54,21 @@ PREFILL_STEP = 2048  # mlx-lm's prefill_step_size
 class ReplayConfig:
     """Lane sizes and how answers are generated."""
 
-    # Most cases per lane (whole sessions are taken in a seeded order until the cap).
-    holdout_cases: int = 64
-    seen_exact_cases: int = 16
-    seen_variant_cases: int = 16
-    # Generated tokens per answer: a tool call with its arguments fits; a rambling model is cut.
-    max_tokens: int = 192
-    # Answers per case; above 1 they are sampled at `temperature` (pass^k), else greedy.
-    samples: int = 1
-    temperature: float = 0.7
-    # Seed of the lanes' session order and of sampling.
-    seed: int = 0
-    strategy: str = "prompt_cache"
-    # Cases per batch_generate call (strategy "batched").
-    batch_size: int = 8
+    holdout_cases: int = knob(
+        64, "Most held-out cases (whole sessions are taken in a seeded order until the cap)."
+    )
+    seen_exact_cases: int = knob(16, "Most training decisions replayed (are known workflows reproduced).")
+    seen_variant_cases: int = knob(16, "Most test-split decisions of workflow families seen in training.")
+    max_tokens: int = knob(
+        192, "Generated tokens per answer: a tool call with its arguments fits; a rambling model is cut."
+    )
+    samples: int = knob(
+        1, "Answers per case; above 1 they are sampled at `temperature` (pass^k), else greedy."
+    )
+    temperature: float = knob(0.7, "Sampling temperature when samples > 1.")
+    seed: int = knob(0, "Seed of the lanes' session order and of sampling.")
+    strategy: str = knob("prompt_cache", f"How answers are generated, one of {STRATEGIES}.")
+    batch_size: int = knob(8, "Cases per batch_generate call (strategy batched).")
 
     def __post_init__(self) -> None:
         for name in ("holdout_cases", "seen_exact_cases", "seen_variant_cases"):

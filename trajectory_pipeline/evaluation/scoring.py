@@ -2,7 +2,7 @@
 
 The replay eval asks a model for the next tool call at a real decision point; `answers.py`
 parses its answer and this module scores the first call against the target, which is already
-in the canonical vocabulary (DESIGN.md, "Scoring a predicted tool call"). Usage:
+in the canonical vocabulary (docs/design.md#scoring). Usage:
 
     from trajectory_pipeline.evaluation.scoring import pass_at_k_table, pass_hat_k, score_call
     score = score_call(("Read", {"file_path": "./src/app.py"}), "read_file",
@@ -64,6 +64,7 @@ from typing import Any
 
 import pandas as pd
 
+from trajectory_pipeline.ingest.formats import SOURCES
 from trajectory_pipeline.mining.verification import VERIFICATION_INTENTS, command_intent
 from trajectory_pipeline.mining.vocabulary import (
     CANONICAL_TOOLS,
@@ -71,7 +72,7 @@ from trajectory_pipeline.mining.vocabulary import (
     canonicalize,
     missing_required,
 )
-from trajectory_pipeline.schema import SOURCES, canonical_json
+from trajectory_pipeline.schema import canonical_json
 
 # BFCL-like failure reasons, in precedence order: a failed call gets the first that applies.
 FAILURES: tuple[str, ...] = (
@@ -161,7 +162,7 @@ def score_call(
         and target_name == "edit_file"
         and arguments.get("old_string") == arguments.get("new_string")
     )
-    # DESIGN.md: an edit_file hits its target only when it changes something.
+    # docs/design.md#scoring: an edit_file hits its target only when it changes something.
     target_match = name_match and not no_change and _target_match(target_name, arguments, target_arguments)
 
     keys, target_keys = set(arguments), set(target_arguments)

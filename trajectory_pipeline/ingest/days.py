@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any, NamedTuple, cast
 
 from trajectory_pipeline import parallel
-from trajectory_pipeline.ingest.parsers import PARSERS, detect_source
+from trajectory_pipeline.config import knob
+from trajectory_pipeline.ingest.formats import FORMATS, detect_source
 from trajectory_pipeline.ingest.parsers.lines import MAX_LINE_BYTES, read_head
 from trajectory_pipeline.ingest.redact import Redactor
 from trajectory_pipeline.parquet_io import BatchWriter, SharedBudget
@@ -50,7 +51,6 @@ DAY_US = 86_400 * 1_000_000
 # Sources whose tools write the session's (local) start date into the file path.
 # Local time may be a day off UTC, so a path date only rules a file out when it
 # is more than a day away from the partition.
-PATH_DATED_SOURCES = frozenset({"codex", "own_agent", "gemini_cli"})
 _PATH_DATE = re.compile(r"(\d{4})[-/](\d{2})[-/](\d{2})")
 
 # Event fields that can carry free text from the session, and so secrets.
@@ -76,6 +76,24 @@ STARTS_AFTER_DAY = "starts_after_day"
 WRONG_SOURCE_FOLDER = "wrong_source_folder"
 UNRECOGNIZED_FORMAT = "unrecognized_format"
 UNREADABLE_FILE = "unreadable_file"
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """How lines are read and what is redacted besides secrets."""
+
+    max_line_bytes: int = knob(MAX_LINE_BYTES, "Lines longer than this are quarantined as oversize_line.")
+    redact_emails: bool = knob(True, "Replace e-mail addresses with a placeholder.")
+    redact_home_paths: bool = knob(True, "Replace user names in home-folder paths (/home/<user>/...).")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_line_bytes, bool) or self.max_line_bytes < 1:
+            raise ValueError(
+                f"max_line_bytes must be a positive number of bytes, got {self.max_line_bytes!r}"
+            )
+
+    def redactor(self) -> Redactor:
+        return Redactor(emails=self.redact_emails, home_paths=self.redact_home_paths)
 
 
 @dataclass(frozen=True)
@@ -163,7 +181,7 @@ def matching_files(root: SourceRoot) -> list[str]:
     thousands of files, and a Path for each, held until sorted, took a hundred megabytes that the
     process kept after the listing.
     """
-    names = [pattern.removeprefix("**/") for pattern in PARSERS[root.source].globs]
+    names = [pattern.removeprefix("**/") for pattern in FORMATS[root.source].globs]
     matches: list[str] = []
 
     def walk(folder: str) -> None:
@@ -206,7 +224,7 @@ def _sniffed(placed_under: str, location: str, mtime_us: int, size: int) -> Cand
         head = read_head(path)
     except OSError as err:
         return _unreadable(placed_under, location, err)
-    if PARSERS[placed_under].sniff(path, head):
+    if FORMATS[placed_under].sniff(path, head):
         return CandidateFile(placed_under, placed_under, location, mtime_us, size)
     detected = detect_source(path, head)
     if detected is None:
@@ -249,13 +267,13 @@ def _verdicts(source: str, path: Path, mtime_us: int, first: int, last: int) -> 
     last_write = mtime_us // DAY_US + 1
     spans: list[Verdict] = [(MODIFIED_BEFORE_DAY, max(first, last_write + 1), last)]
     lo, hi = first, min(last, last_write)
-    dated = path_date(path) if source in PATH_DATED_SOURCES else None
+    dated = path_date(path) if FORMATS[source].path_dated else None
     if dated is not None:
         d = day_index(dated)
         spans += [(PATH_DATE, lo, min(hi, d - 2)), (PATH_DATE, max(lo, d + 2), hi)]
         lo, hi = max(lo, d - 1), min(hi, d + 1)
     if lo <= hi:
-        earliest = PARSERS[source].earliest_start(path)
+        earliest = FORMATS[source].earliest_start(path)
         if earliest is not None:
             spans.append((STARTS_AFTER_DAY, lo, min(hi, earliest // DAY_US - 1)))
             lo = max(lo, earliest // DAY_US)
@@ -378,7 +396,7 @@ def _ingest_file(
         if mtime_writer is not None:
             mtime_writer.add_bad_line(_file_level_bad_line(file, WRONG_SOURCE_FOLDER), shown_path)
     try:
-        for item in PARSERS[file.source].parse(file.path, max_line_bytes=max_line_bytes):
+        for item in FORMATS[file.source].parse(file.path, max_line_bytes=max_line_bytes):
             start = item.session_start
             if isinstance(item, Event):
                 if start is not None and (writer := writers.get(start // DAY_US)) is not None:

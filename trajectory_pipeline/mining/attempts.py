@@ -108,6 +108,7 @@ from typing import Any, NamedTuple, TypeVar
 import pandas as pd
 import pyarrow as pa
 
+from trajectory_pipeline.config import knob
 from trajectory_pipeline.events import (
     READ_COLUMNS,
     REQUIRED_COLUMNS,
@@ -148,25 +149,34 @@ DEFAULT_CORRECTION_PATTERN = (
 class MiningConfig:
     """Thresholds and weights of tiering and scoring (see the module docstring for the rules)."""
 
-    # An attempt with fewer tool calls is rejected as "too_short" (none at all is "no_tool_calls").
-    min_tool_calls: int = 1
-    # A gold-rule attempt whose quality falls below this is silver ("below_gold_quality"). The
-    # default only demotes gold attempts with a signal score under 0.2: many failed calls and a
-    # correction, say.
-    gold_min_quality: float = 0.8
+    min_tool_calls: int = knob(
+        1, 'An attempt with fewer tool calls is rejected as "too_short" (none at all: "no_tool_calls").'
+    )
+    gold_min_quality: float = knob(
+        0.8,
+        "A gold-rule attempt below this quality is silver (below_gold_quality). The default only "
+        "demotes gold attempts with a signal score under 0.2: many failed calls and a correction, say.",
+    )
     # Weights of the signal score that places an attempt inside its tier's quarter of [0, 1];
     # normalized by their sum, so only their ratios matter.
-    weight_clean_calls: float = 0.35  # share of tool calls that did not fail
-    weight_verified: float = 0.25  # the final verification passed
-    weight_guard_handling: float = 0.15  # recovered from guard denials (full marks without denials)
-    weight_no_corrections: float = 0.15  # the user did not correct the attempt
-    weight_confidence: float = 0.10  # the agent's own confidence, where the source records it
-    # Case-insensitive regex on the next instruction: a match counts a correction of this attempt.
-    correction_pattern: str = DEFAULT_CORRECTION_PATTERN
-    # Sources whose logs record no interruption (chat JSONL): there an attempt that the next
-    # instruction cuts off while the agent's last act was a tool call or result counts as one.
-    # Elsewhere that is a queued message or a turn the agent ended itself.
-    implicit_interruption_sources: tuple[str, ...] = ("chat_jsonl",)
+    weight_clean_calls: float = knob(0.35, "Signal weight: share of tool calls that did not fail.")
+    weight_verified: float = knob(0.25, "Signal weight: the final verification passed.")
+    weight_guard_handling: float = knob(
+        0.15, "Signal weight: recovered from guard denials (full marks without denials)."
+    )
+    weight_no_corrections: float = knob(0.15, "Signal weight: the user did not correct the attempt.")
+    weight_confidence: float = knob(
+        0.10, "Signal weight: the agent's own confidence, where the source records it."
+    )
+    correction_pattern: str = knob(
+        DEFAULT_CORRECTION_PATTERN,
+        "Case-insensitive regex on the next instruction: a match counts a correction of this attempt.",
+    )
+    implicit_interruption_sources: tuple[str, ...] = knob(
+        ("chat_jsonl",),
+        "Sources whose logs record no interruption: there an attempt the next instruction cuts off "
+        "while the agent's last act was a tool call or result counts as interrupted.",
+    )
 
     def __post_init__(self) -> None:
         if self.min_tool_calls < 0:

@@ -2,7 +2,7 @@
 
 Mining needs to know, for every shell call in a transcript, whether it checked the work (tests,
 type checks, linters...) and whether that check passed: an attempt is gold only when a verification
-after its last edit passed. Replay scoring (DESIGN.md) also counts two shell commands as the same
+after its last edit passed. Replay scoring (docs/design.md#scoring) also counts two shell commands as the same
 target when they share an intent class. Both ask this module:
 
     from trajectory_pipeline.mining.verification import command_intent, command_outcome, is_verification

@@ -1,7 +1,8 @@
 """The canonical tool vocabulary: every source's tool calls under one set of names and keys.
 
 Decision points and replay scoring compare tool calls across sources, so each call is
-mapped onto DESIGN.md's eight tools, with the source's own name and arguments kept beside:
+mapped onto the eight canonical tools (docs/design.md, "Canonical tool vocabulary"), with the
+source's own name and arguments kept beside:
 
     from trajectory_pipeline.mining.vocabulary import canonicalize, missing_required
     call = canonicalize("claude_code", "Read", '{"file_path": "src/app.py", "limit": 40}')
@@ -76,9 +77,9 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from trajectory_pipeline.schema import SOURCES
+from trajectory_pipeline.ingest.formats import FORMATS
 
-# DESIGN.md: canonical tool → required arguments.
+# docs/design.md: canonical tool → required arguments.
 CANONICAL_TOOLS: dict[str, tuple[str, ...]] = {
     "read_file": ("file_path",),
     "list_directory": ("directory",),
@@ -407,16 +408,15 @@ def _search_replace(args: Args) -> tuple[Entry | str, Args]:
 AIDER: dict[str, Entry] = {"search_replace": _search_replace}
 
 
+# One table per tool family, named by each format's descriptor (`VOCABULARY` in its parser module).
 TABLES: dict[str, dict[str, Entry]] = {
     "claude_code": CLAUDE_CODE,
     "codex": CODEX,
-    "own_agent": HOME_MADE,
-    "chat_jsonl": HOME_MADE,
+    "home_made": HOME_MADE,
     "gemini_cli": GEMINI_CLI,
     "swe_agent": SWE_AGENT,
     "aider": AIDER,
 }
-assert set(TABLES) == set(SOURCES)
 
 
 # --- the API ---------------------------------------------------------------------------------
@@ -448,9 +448,10 @@ def _resolve(entry: Entry, args: Args) -> tuple[Rule | str, Args]:
 
 def canonicalize(source: str, tool_name: str, tool_input: str | dict[str, Any] | None) -> CanonicalCall:
     """The call in the canonical vocabulary, with the source's name and arguments kept beside it."""
-    table = TABLES.get(source)
-    if table is None:
-        raise ValueError(f"source must be one of {list(TABLES)}, got {source!r}")
+    spec = FORMATS.get(source)
+    if spec is None:
+        raise ValueError(f"source must be one of {list(FORMATS)}, got {source!r}")
+    table = TABLES[spec.vocabulary]
     source_arguments = parse_tool_input(tool_input)
     entry = table.get(tool_name)
     if entry is None:

@@ -52,6 +52,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from trajectory_pipeline.config import knob
 from trajectory_pipeline.dataset.mlx_data import MANIFEST_NAME, read_manifest
 
 FINE_TUNE_TYPES = ("lora", "dora", "full")
@@ -67,46 +68,39 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tokenizer_config.json",
 class TrainConfig:
     """Fine-tuning settings; names and defaults follow `mlx_lm.lora` (mask_prompt defaults on)."""
 
-    # Type of fine-tuning: "lora", "dora" or "full" (the last num_layers blocks, unfrozen).
-    fine_tune_type: str = "lora"
-    # Number of transformer blocks to fine-tune, counted from the last; -1 for all.
-    num_layers: int = 16
-    # LoRA rank.
-    rank: int = 8
-    # LoRA scale (mlx-lm's name for what other frameworks derive from alpha / rank).
-    scale: float = 20.0
-    # Dropout on the LoRA input.
-    dropout: float = 0.0
-    # Optimizer steps to train for.
-    iters: int = 1000
-    # Minibatch size; every split must hold at least this many examples.
-    batch_size: int = 4
-    # Minibatches whose gradients are summed before each optimizer update.
-    grad_accumulation_steps: int = 1
-    # Learning rate (ignored when lr_schedule is set).
-    learning_rate: float = 1e-5
-    # mlx-lm schedule config, e.g. {"name": "cosine_decay", "arguments": [1e-5, 1000], "warmup": 100}.
-    lr_schedule: dict[str, Any] | None = None
-    # Longer sequences are truncated to this many tokens.
-    max_seq_length: int = 2048
-    # Recompute activations in the backward pass to save memory.
-    grad_checkpoint: bool = False
-    # Train only on the completion (the decision), not on the prompt.
-    mask_prompt: bool = True
-    # Optimizer: adam, adamw, muon, sgd or adafactor.
-    optimizer: str = "adam"
-    # Seed for MLX and for NumPy's batch shuffling.
-    seed: int = 0
-    # Training steps between train-loss reports.
-    steps_per_report: int = 10
-    # Training steps between validations.
-    steps_per_eval: int = 200
-    # Validation batches per evaluation; -1 uses the whole validation split.
-    val_batches: int = 25
-    # Save a numbered checkpoint every this many steps.
-    save_every: int = 100
-    # Evaluations without improvement of the validation loss before stopping; None never stops.
-    early_stopping_patience: int | None = None
+    fine_tune_type: str = knob(
+        "lora", 'Type of fine-tuning: "lora", "dora" or "full" (the last num_layers blocks, unfrozen).'
+    )
+    num_layers: int = knob(
+        16, "Number of transformer blocks to fine-tune, counted from the last; -1 for all."
+    )
+    rank: int = knob(8, "LoRA rank.")
+    scale: float = knob(
+        20.0, "LoRA scale (mlx-lm's name for what other frameworks derive from alpha / rank)."
+    )
+    dropout: float = knob(0.0, "Dropout on the LoRA input.")
+    iters: int = knob(1000, "Optimizer steps to train for.")
+    batch_size: int = knob(4, "Minibatch size; every split must hold at least this many examples.")
+    grad_accumulation_steps: int = knob(
+        1, "Minibatches whose gradients are summed before each optimizer update."
+    )
+    learning_rate: float = knob(1e-5, "Learning rate (ignored when lr_schedule is set).")
+    lr_schedule: dict[str, Any] | None = knob(
+        None,
+        'mlx-lm schedule config, e.g. {"name": "cosine_decay", "arguments": [1e-5, 1000], "warmup": 100}.',
+    )
+    max_seq_length: int = knob(2048, "Longer sequences are truncated to this many tokens.")
+    grad_checkpoint: bool = knob(False, "Recompute activations in the backward pass to save memory.")
+    mask_prompt: bool = knob(True, "Train only on the completion (the decision), not on the prompt.")
+    optimizer: str = knob("adam", "Optimizer: adam, adamw, muon, sgd or adafactor.")
+    seed: int = knob(0, "Seed for MLX and for NumPy's batch shuffling.")
+    steps_per_report: int = knob(10, "Training steps between train-loss reports.")
+    steps_per_eval: int = knob(200, "Training steps between validations.")
+    val_batches: int = knob(25, "Validation batches per evaluation; -1 uses the whole validation split.")
+    save_every: int = knob(100, "Save a numbered checkpoint every this many steps.")
+    early_stopping_patience: int | None = knob(
+        None, "Evaluations without improvement of the validation loss before stopping; None never stops."
+    )
 
     def __post_init__(self) -> None:
         if self.fine_tune_type not in FINE_TUNE_TYPES:

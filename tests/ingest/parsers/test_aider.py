@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from trajectory_pipeline.ingest.parsers import PARSERS, aider, detect_source
+from trajectory_pipeline.ingest.formats import FORMATS, detect_source
+from trajectory_pipeline.ingest.parsers import aider
 from trajectory_pipeline.ingest.parsers.lines import file_mtime_us, read_head
 from trajectory_pipeline.schema import INVALID_UTF8, OVERSIZE_LINE, BadLine, Event, parse_ts
 
@@ -134,7 +135,7 @@ def test_real_log_cut_off_reply_stays_prose(real_corpus: Path) -> None:
 def test_real_log_sniffs_as_aider_only(real_corpus: Path) -> None:
     path = real_corpus / REAL
     head = read_head(path)
-    assert [source for source, spec in PARSERS.items() if spec.sniff(path, head)] == ["aider"]
+    assert [source for source, spec in FORMATS.items() if spec.sniff(path, head)] == ["aider"]
     assert detect_source(path) == "aider"
     assert aider.earliest_start(path) == parse_ts("2025-09-22T12:04:00Z")
 

@@ -15,7 +15,8 @@ from typing import Any
 import orjson
 import pytest
 
-from trajectory_pipeline.ingest.parsers import PARSERS, detect_source, gemini_cli
+from trajectory_pipeline.ingest.formats import FORMATS, detect_source
+from trajectory_pipeline.ingest.parsers import gemini_cli
 from trajectory_pipeline.ingest.parsers.lines import file_mtime_us, read_head
 from trajectory_pipeline.schema import (
     INVALID_UTF8,
@@ -155,7 +156,7 @@ def test_real_session_earliest_start_is_its_start_time(
 def test_real_session_sniffs_as_gemini_only(real_corpus: Path, name: str) -> None:
     path = real_corpus / FOLDER / name
     head = read_head(path)
-    assert [source for source, spec in PARSERS.items() if spec.sniff(path, head)] == ["gemini_cli"]
+    assert [source for source, spec in FORMATS.items() if spec.sniff(path, head)] == ["gemini_cli"]
     assert detect_source(path) == "gemini_cli"
 
 

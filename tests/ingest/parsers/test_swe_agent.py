@@ -16,7 +16,8 @@ from typing import Any
 import orjson
 import pytest
 
-from trajectory_pipeline.ingest.parsers import PARSERS, detect_source, swe_agent
+from trajectory_pipeline.ingest.formats import FORMATS, detect_source
+from trajectory_pipeline.ingest.parsers import swe_agent
 from trajectory_pipeline.ingest.parsers.lines import file_mtime_us, read_head
 from trajectory_pipeline.schema import UNKNOWN_RECORD_TYPE, WRONG_FIELD_TYPE, BadLine, Event
 
@@ -141,7 +142,7 @@ def test_reused_call_ids_are_made_unique(real_corpus: Path) -> None:
 def test_real_trajectory_sniffs_as_swe_agent_only(real_corpus: Path, name: str) -> None:
     path = real_corpus / FOLDER / name
     head = read_head(path)
-    assert [source for source, spec in PARSERS.items() if spec.sniff(path, head)] == ["swe_agent"]
+    assert [source for source, spec in FORMATS.items() if spec.sniff(path, head)] == ["swe_agent"]
     assert detect_source(path) == "swe_agent"
 
 

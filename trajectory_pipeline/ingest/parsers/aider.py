@@ -47,6 +47,12 @@ from trajectory_pipeline.schema import (
 
 SOURCE = "aider"
 GLOBS: tuple[str, ...] = ("**/.aider.chat.history.md",)
+TITLE = "aider"
+DEFAULT_ROOT = ""  # off unless configured: no standard folder
+HOLDS = "repositories holding .aider.chat.history.md files"
+VOCABULARY = "aider"  # its table in mining/vocabulary.py
+PATH_DATED = False  # whether file paths carry the session's date
+
 HISTORY_NAME = ".aider.chat.history.md"
 TOOL_NAME = "search_replace"
 

@@ -44,6 +44,12 @@ from trajectory_pipeline.schema import BadLine, Event, canonical_json, parse_ts
 
 SOURCE = "chat_jsonl"
 GLOBS = ("**/*.jsonl",)
+TITLE = "chat-format JSONL"
+DEFAULT_ROOT = "~/.agent/chats"  # where the tool writes
+HOLDS = 'JSONL files, one {"messages": [...]} conversation a line'
+VOCABULARY = "home_made"  # its table in mining/vocabulary.py
+PATH_DATED = False  # whether file paths carry the session's date
+
 
 _SESSION_ID_HEX = 16
 

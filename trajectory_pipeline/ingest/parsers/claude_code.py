@@ -47,6 +47,12 @@ from trajectory_pipeline.schema import (
 
 SOURCE = "claude_code"
 GLOBS = ("**/*.jsonl",)
+TITLE = "Claude Code"
+DEFAULT_ROOT = "~/.claude/projects"  # where the tool writes
+HOLDS = "project folders (<project>/<session>.jsonl)"
+VOCABULARY = "claude_code"  # its table in mining/vocabulary.py
+PATH_DATED = False  # whether file paths carry the session's date
+
 
 # Written beside the conversation and carrying nothing a trajectory needs: `progress`
 # repeats sub-agent messages (their own file holds them) and partial hook/shell output

@@ -71,6 +71,12 @@ from trajectory_pipeline.schema import BadLine, Event, canonical_json, parse_ts,
 
 SOURCE = "codex"
 GLOBS = ("**/rollout-*.jsonl",)
+TITLE = "Codex CLI"
+DEFAULT_ROOT = "~/.codex/sessions"  # where the tool writes
+HOLDS = "rollouts (YYYY/MM/DD/rollout-*.jsonl)"
+VOCABULARY = "codex"  # its table in mining/vocabulary.py
+PATH_DATED = True  # whether file paths carry the session's date
+
 
 ENCRYPTED_REASONING = "[encrypted reasoning]"
 

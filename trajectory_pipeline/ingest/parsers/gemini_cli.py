@@ -43,6 +43,12 @@ from trajectory_pipeline.schema import (
 
 SOURCE = "gemini_cli"
 GLOBS: tuple[str, ...] = ("**/session-*.json",)
+TITLE = "Gemini CLI"
+DEFAULT_ROOT = "~/.gemini/tmp"  # where the tool writes
+HOLDS = "chats (<hash>/chats/session-*.json)"
+VOCABULARY = "gemini_cli"  # its table in mining/vocabulary.py
+PATH_DATED = True  # whether file paths carry the session's date
+
 
 _ROLE_KIND = {
     "user": ("user", "message"),

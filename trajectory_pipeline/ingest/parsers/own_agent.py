@@ -64,6 +64,12 @@ from trajectory_pipeline.schema import BadLine, Event, canonical_json, parse_ts,
 
 SOURCE = "own_agent"
 GLOBS = ("**/session_*.jsonl",)
+TITLE = "your agent's daily logs"
+DEFAULT_ROOT = "~/.agent/logs"  # where the tool writes
+HOLDS = "one JSONL file a day (session_YYYY-MM-DD.jsonl)"
+VOCABULARY = "home_made"  # its table in mining/vocabulary.py
+PATH_DATED = True  # whether file paths carry the session's date
+
 
 SESSION_GAP_US = 5 * 60 * 1_000_000
 

@@ -56,6 +56,12 @@ from trajectory_pipeline.schema import (
 
 SOURCE = "swe_agent"
 GLOBS: tuple[str, ...] = ("**/*.traj",)
+TITLE = "SWE-agent"
+DEFAULT_ROOT = ""  # off unless configured: no standard folder
+HOLDS = "trajectories (*.traj)"
+VOCABULARY = "swe_agent"  # its table in mining/vocabulary.py
+PATH_DATED = False  # whether file paths carry the session's date
+
 
 _TOP_KEYS = frozenset({"environment", "trajectory", "history", "info", "replay_config"})
 _FIRST_KEY = re.compile(rb'\A\s*\{\s*"([A-Za-z_]+)"\s*:')

@@ -1,0 +1,68 @@
+"""`trajectory-pipeline materialize` as a user runs it: a day in one run through the real instance,
+no Dagster notices in the user's face, and a partition that does not exist yet is one line that
+says what to change."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from assets.launch import partition_problem
+from assets.partitions import daily_partitions, weekly_partitions
+from trajectory_pipeline.ingest.formats import FORMATS
+
+NOW = dt.datetime(2026, 12, 1, 10, tzinfo=dt.UTC)
+CLI = Path(sys.executable).with_name("trajectory-pipeline")
+
+
+@pytest.mark.parametrize(
+    ("key", "weekly", "expected"),
+    [
+        ("2026-11-30", False, None),
+        ("2026-11-22", True, None),
+        ("2026-11-29", True, "2026-11-29 is not over yet"),
+        (
+            "2024-06-01",
+            False,
+            "2024-06-01 is before the first partition, 2025-01-01: set TRAJECTORY_START_DATE",
+        ),
+        ("2026-12-01", False, "2026-12-01 is not over yet (today is 2026-12-01 UTC)"),
+        ("2026-11-25", True, "the week holding it is 2026-11-22"),
+        ("20261130", False, "'20261130' is not a partition key"),
+    ],
+)
+def test_a_missing_partition_is_named_with_the_fix(key: str, weekly: bool, expected: str | None) -> None:
+    problem = partition_problem(key, weekly_partitions if weekly else daily_partitions, NOW)
+    if expected is None:
+        assert problem is None
+    else:
+        assert problem is not None and expected in problem and "\n" not in problem
+
+
+def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"), "TRAJECTORY_DATA_DIR": str(tmp_path / "wh")}
+    env.update({spec.variable: "" for spec in FORMATS.values()})  # no source: never the real home folders
+    return subprocess.run(
+        [str(CLI), "materialize", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+@pytest.mark.slow
+def test_a_day_runs_quietly_through_the_real_instance(tmp_path: Path) -> None:
+    result = _run(tmp_path, "--select", "raw_sessions,raw_sessions_quarantine", "--partition", "2026-11-20")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "succeeded" in result.stdout
+    assert "Warning" not in result.stderr
+    assert (tmp_path / "wh" / "raw_sessions" / "2026-11-20.parquet").exists()
+    assert (tmp_path / "home").stat().st_mode & 0o777 == 0o700
+
+
+def test_a_day_before_the_start_is_one_line(tmp_path: Path) -> None:
+    result = _run(tmp_path, "--select", "raw_sessions", "--partition", "2024-06-01")
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and "TRAJECTORY_START_DATE" in result.stderr

@@ -1,0 +1,188 @@
+"""Every `TRAJECTORY_*` environment variable: declared, read and checked here and nowhere else.
+
+Settings are read when they are needed, not when a module is imported, so a launchpad run or a
+test can change them; the few that shape the asset graph itself (the first partition day, the
+training window, the schedules' time zone) are read when the definitions load. A bad value is a
+`SettingError`: one line that names the variable, what it holds, and what to write instead.
+
+    from trajectory_pipeline import settings
+    settings.start_date()      # datetime.date(2025, 1, 1) unless TRAJECTORY_START_DATE says otherwise
+    settings.table()           # the README's settings table, from the declarations below
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import zoneinfo
+from dataclasses import dataclass
+from pathlib import Path
+
+PREFIX = "TRAJECTORY_"
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+class SettingError(ValueError):
+    """A `TRAJECTORY_*` variable holds a value that cannot be used; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One environment variable: its name, its default, when it is read, and what it means."""
+
+    name: str
+    default: str
+    read: str  # "at load" (shapes the asset graph), "at run time", or "by the tests"
+    help: str
+
+    def value(self) -> str:
+        """The variable's text; the default when it is unset (an empty value is kept: it can mean off)."""
+        value = os.environ.get(self.name)
+        return self.default if value is None else value.strip()
+
+    def fail(self, value: str, problem: str) -> SettingError:
+        return SettingError(f"{self.name}={value!r}: {problem}")
+
+
+DATA_DIR = Setting(
+    "TRAJECTORY_DATA_DIR",
+    "data/warehouse",
+    "at run time",
+    "Folder of the Parquet tables, one file per partition.",
+)
+START_DATE = Setting(
+    "TRAJECTORY_START_DATE", "2025-01-01", "at load", "First daily partition (YYYY-MM-DD), UTC."
+)
+WINDOW_WEEKS = Setting(
+    "TRAJECTORY_WINDOW_WEEKS", "12", "at load", "Weeks of rendered days a weekly adapter trains on."
+)
+SCHEDULE_TIMEZONE = Setting(
+    "TRAJECTORY_SCHEDULE_TIMEZONE", "UTC", "at load", "IANA time zone of the schedules' wall-clock times."
+)
+WORKERS = Setting(
+    "TRAJECTORY_WORKERS",
+    "",
+    "at run time",
+    "Processes a range run spreads its days over; empty: one per CPU.",
+)
+BASE_MODEL = Setting(
+    "TRAJECTORY_BASE_MODEL",
+    "data/tiny-model",
+    "at run time",
+    "Local MLX model directory the adapter trains on.",
+)
+REGISTRY_URL = Setting(
+    "TRAJECTORY_REGISTRY_URL",
+    "",
+    "at run time",
+    "SQLAlchemy URL of the adapter registry; empty: sqlite:///$DAGSTER_HOME/adapters.sqlite.",
+)
+SOURCE_ROOT = Setting(
+    "TRAJECTORY_<SOURCE>_ROOT",
+    "per source",
+    "at run time",
+    "Folder of one source's transcripts (table in 'Point it at your own sessions'); empty: off.",
+)
+REAL_CORPUS = Setting(
+    "TRAJECTORY_REAL_CORPUS",
+    "../shared/corpus/real",
+    "by the tests",
+    "The real-transcript corpus; tests that read it skip when it is absent.",
+)
+REQUIRE_REAL_CORPUS = Setting(
+    "TRAJECTORY_REQUIRE_REAL_CORPUS",
+    "",
+    "by the tests",
+    "1: a missing real corpus fails those tests instead of skipping them (.ci/run sets it).",
+)
+
+SETTINGS: tuple[Setting, ...] = (
+    DATA_DIR,
+    START_DATE,
+    WINDOW_WEEKS,
+    SCHEDULE_TIMEZONE,
+    WORKERS,
+    BASE_MODEL,
+    REGISTRY_URL,
+    SOURCE_ROOT,
+    REAL_CORPUS,
+    REQUIRE_REAL_CORPUS,
+)
+
+
+def data_dir() -> str:
+    return DATA_DIR.value() or DATA_DIR.default
+
+
+def start_date() -> dt.date:
+    value = START_DATE.value() or START_DATE.default
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        raise START_DATE.fail(
+            value, "not a date like 2025-01-01. Set it to the first day you have sessions for, or unset it."
+        ) from None
+
+
+def window_weeks() -> int:
+    value = WINDOW_WEEKS.value() or WINDOW_WEEKS.default
+    if not value.isdigit() or int(value) < 1:
+        raise WINDOW_WEEKS.fail(value, "use a whole number of weeks, 1 or more (default 12).")
+    return int(value)
+
+
+def schedule_timezone() -> str:
+    value = SCHEDULE_TIMEZONE.value() or SCHEDULE_TIMEZONE.default
+    try:
+        zoneinfo.ZoneInfo(value)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise SCHEDULE_TIMEZONE.fail(
+            value, "not an IANA time zone such as UTC or Europe/Berlin. Unset it to schedule in UTC."
+        ) from None
+    return value
+
+
+def workers() -> int | None:
+    """The configured number of worker processes, or None to use one per CPU."""
+    value = WORKERS.value()
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise WORKERS.fail(value, "use a whole number of processes, 1 or more, or unset it.")
+    return int(value)
+
+
+def base_model() -> str:
+    return BASE_MODEL.value() or BASE_MODEL.default
+
+
+def registry_url() -> str | None:
+    return REGISTRY_URL.value() or None
+
+
+def source_root_variable(source: str) -> str:
+    return f"{PREFIX}{source.upper()}_ROOT"
+
+
+def source_root(source: str, default: str) -> str:
+    """A source's root folder: its variable when set (empty turns the source off), else `default`."""
+    return Setting(source_root_variable(source), default, SOURCE_ROOT.read, SOURCE_ROOT.help).value()
+
+
+def real_corpus() -> Path:
+    value = REAL_CORPUS.value() or REAL_CORPUS.default
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else (CHECKOUT / path).resolve()
+
+
+def require_real_corpus() -> bool:
+    return REQUIRE_REAL_CORPUS.value() not in ("", "0")
+
+
+def table() -> str:
+    """The README's settings table."""
+    lines = ["| variable | default | read | meaning |", "| --- | --- | --- | --- |"]
+    for setting in SETTINGS:
+        default = f"`{setting.default}`" if setting.default else "(empty)"
+        lines.append(f"| `{setting.name}` | {default} | {setting.read} | {setting.help} |")
+    return "\n".join(lines)
