@@ -26,12 +26,12 @@ install: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml blas
 # where root and apt-get are at hand; the trajectory-pipeline command and `make ui` preload it. Never
 # fails: elsewhere mlx runs on its reference BLAS, and says so.
 blas: $(VENV)/.installed
-	@if [ "$$(uname -s)" != Linux ] || $(BIN)/python -m trajectory_pipeline.blas find >/dev/null; then :; \
+	@if [ "$$(uname -s)" != Linux ] || TRAJECTORY_BLAS=auto $(BIN)/python -m trajectory_pipeline.blas find >/dev/null; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		echo "Installing Debian's libopenblas0-pthread: an optimized BLAS for mlx on the CPU"; \
 		export TMPDIR=/var/tmp DEBIAN_FRONTEND=noninteractive; \
 		{ apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends libopenblas0-pthread >/dev/null \
-		  && $(BIN)/python -m trajectory_pipeline.blas find >/dev/null; } \
+		  && TRAJECTORY_BLAS=auto $(BIN)/python -m trajectory_pipeline.blas find >/dev/null; } \
 		|| echo "Could not install libopenblas0-pthread: mlx will use its bundled reference BLAS (slow)"; \
 	else echo "No optimized BLAS (installing libopenblas0-pthread needs root and apt-get): mlx will use its bundled reference BLAS (slow)"; fi
 
