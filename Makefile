@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CHROMIUM := /usr/bin/chromium
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 
-.PHONY: install demo test ui lint bench clean
+.PHONY: install blas demo test ui lint bench clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,26 @@ $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 	mkdir -p -m 700 $(DAGSTER_HOME)
 	ln -sf $(CURDIR)/dagster.yaml $@
 
-install: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml
+install: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml blas
+
+# An optimized BLAS for mlx on a Linux CPU: mlx's Linux wheel bundles the reference BLAS, about 10x
+# slower at matmuls (trajectory_pipeline/blas.py). Debian's OpenBLAS is installed when none is found,
+# where root and apt-get are at hand; the trajectory-pipeline command and `make ui` preload it. Never
+# fails: elsewhere mlx runs on its reference BLAS, and says so.
+blas: $(VENV)/.installed
+	@if [ "$$(uname -s)" != Linux ] || TRAJECTORY_BLAS=auto $(BIN)/python -m trajectory_pipeline.blas find >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "Installing Debian's libopenblas0-pthread: an optimized BLAS for mlx on the CPU"; \
+		export TMPDIR=/var/tmp DEBIAN_FRONTEND=noninteractive; \
+		{ apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends libopenblas0-pthread >/dev/null \
+		  && TRAJECTORY_BLAS=auto $(BIN)/python -m trajectory_pipeline.blas find >/dev/null; } \
+		|| echo "Could not install libopenblas0-pthread: mlx will use its bundled reference BLAS (slow)"; \
+	else echo "No optimized BLAS (installing libopenblas0-pthread needs root and apt-get): mlx will use its bundled reference BLAS (slow)"; fi
+
+# LD_PRELOAD with that optimized BLAS added (unchanged where there is none, on macOS, or with
+# TRAJECTORY_BLAS=reference), for processes that run mlx and are not the trajectory-pipeline command,
+# which preloads it by itself.
+WITH_BLAS = LD_PRELOAD="$$($(BIN)/python -m trajectory_pipeline.blas ld-preload)"
 
 demo: install  ## generate the sample corpus and materialize the chain on it through the real instance
 	$(BIN)/trajectory-pipeline demo
@@ -38,8 +57,8 @@ $(CHROMIUM):
 		apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
 	else echo "No $@ (installing it needs root and apt-get): tests/test_ui_browser.py will skip"; fi
 
-ui: install  ## Dagster UI and daemon on http://127.0.0.1:3000
-	$(BIN)/dagster dev -h 127.0.0.1 -p 3000 -w workspace.yaml
+ui: install  ## Dagster UI and daemon on http://127.0.0.1:3000; code server, runs and daemon on the optimized BLAS
+	$(WITH_BLAS) $(BIN)/dagster dev -h 127.0.0.1 -p 3000 -w workspace.yaml
 
 lint: install  ## ruff (lint and format) and mypy
 	$(BIN)/ruff check .
@@ -53,8 +72,9 @@ bench: install  ## ingestion, redaction, backfills, our trainer against mlx_lm.l
 	$(BIN)/python bench/bench_backfill.py --process-days 2 --repeat 2
 	$(BIN)/python bench/bench_incremental.py
 	test -d data/artifacts/adapters || $(BIN)/trajectory-pipeline demo  # the model and data of the next two
-	$(BIN)/python bench/bench_training.py --iters 8 --repeat 3
-	$(BIN)/python bench/bench_eval.py --cases 32
+	$(WITH_BLAS) $(BIN)/python bench/bench_training.py --iters 8 --repeat 3
+	$(WITH_BLAS) $(BIN)/python bench/bench_eval.py --cases 32
+	$(BIN)/python bench/bench_blas.py
 
 clean:
 	rm -rf data .dagster_home

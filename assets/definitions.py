@@ -29,6 +29,11 @@ from resources.adapter_registry import AdapterRegistryResource
 from resources.mlx_trainer import MLXTrainer
 from resources.parquet_io_manager import ParquetIOManager
 from resources.session_sources import SessionSources
+from trajectory_pipeline import blas
+
+# One line at load: which BLAS mlx runs on in this code server, and how to get the fast one where it
+# is the slow reference BLAS (`make ui` preloads it for the code server, run workers and daemon).
+blas.log_blas_in_use(dg.get_dagster_logger("blas"))
 
 defs = dg.Definitions(
     assets=[raw_sessions, mined_trajectories, decision_points, rendered_splits, lora_adapter, replay_eval],

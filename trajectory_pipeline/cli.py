@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from trajectory_pipeline import blas
 from trajectory_pipeline.sample import corpus as sample_corpus
 from trajectory_pipeline.sample import tiny_base, tiny_model
 from trajectory_pipeline.settings import SettingError
@@ -53,8 +54,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+MLX_COMMANDS = ("tiny-model", "learn-base", "demo")
+
+
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # the console script: once, the same command again on an optimized BLAS (blas.py)
+        blas.reexec_with_optimized_blas()
     args = build_parser().parse_args(argv)
+    if args.command in MLX_COMMANDS:
+        print(f"trajectory-pipeline: {blas.blas_in_use().describe()}", file=sys.stderr)
     if args.command == "sample-corpus":
         return sample_corpus.run(args)
     if args.command == "tiny-model":

@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import zoneinfo
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,9 +36,10 @@ class Setting:
     read: str  # "at load" (shapes the asset graph), "at run time", or "by the tests"
     help: str
 
-    def value(self) -> str:
-        """The variable's text; the default when it is unset (an empty value is kept: it can mean off)."""
-        value = os.environ.get(self.name)
+    def value(self, env: Mapping[str, str] | None = None) -> str:
+        """The variable's text in `env` (this process's environment by default); the default when it
+        is unset (an empty value is kept: it can mean off)."""
+        value = (os.environ if env is None else env).get(self.name)
         return self.default if value is None else value.strip()
 
     def fail(self, value: str, problem: str) -> SettingError:
@@ -83,6 +85,18 @@ SOURCE_ROOT = Setting(
     "at run time",
     "Folder of one source's transcripts (table in 'Point it at your own sessions'); empty: off.",
 )
+BLAS = Setting(
+    "TRAJECTORY_BLAS",
+    "auto",
+    "at start",
+    "BLAS for mlx on a Linux CPU: auto (an optimized one when installed), reference, or a libblas path.",
+)
+BLAS_REEXEC = Setting(
+    "TRAJECTORY_BLAS_REEXEC",
+    "",
+    "at start",
+    "Set by the trajectory-pipeline command in the process it restarts with the BLAS preloaded.",
+)
 REAL_CORPUS = Setting(
     "TRAJECTORY_REAL_CORPUS",
     "../shared/corpus/real",
@@ -95,6 +109,12 @@ REQUIRE_REAL_CORPUS = Setting(
     "by the tests",
     "1: a missing real corpus fails those tests instead of skipping them (.ci/run sets it).",
 )
+REQUIRE_BLAS = Setting(
+    "TRAJECTORY_REQUIRE_BLAS",
+    "",
+    "by the tests",
+    "1: a missing optimized BLAS fails tests/test_blas.py instead of skipping it (.ci/run sets it).",
+)
 
 SETTINGS: tuple[Setting, ...] = (
     DATA_DIR,
@@ -105,8 +125,11 @@ SETTINGS: tuple[Setting, ...] = (
     BASE_MODEL,
     REGISTRY_URL,
     SOURCE_ROOT,
+    BLAS,
+    BLAS_REEXEC,
     REAL_CORPUS,
     REQUIRE_REAL_CORPUS,
+    REQUIRE_BLAS,
 )
 
 
@@ -177,6 +200,10 @@ def real_corpus() -> Path:
 
 def require_real_corpus() -> bool:
     return REQUIRE_REAL_CORPUS.value() not in ("", "0")
+
+
+def require_blas() -> bool:
+    return REQUIRE_BLAS.value() not in ("", "0")
 
 
 def table() -> str:
