@@ -49,6 +49,15 @@ class ReplayEvalConfig(dg.Config):
         default=_REPLAY.strategy, description="one_at_a_time, prompt_cache (default) or batched."
     )
     batch_size: int = Field(default=_REPLAY.batch_size, description="Cases per batch (strategy batched).")
+    decoding: str = Field(
+        default=_REPLAY.decoding,
+        description="constrained (default: every answer is one valid call of an offered tool) or free.",
+    )
+    call_convention: str | None = Field(
+        default=_REPLAY.call_convention,
+        description="Tool-call convention of constrained answers (hermes, qwen3_coder, mistral, "
+        "llama3_json); unset reads it from the chat template.",
+    )
     margin: float = Field(
         default=_PROMOTION.margin,
         description="Holdout pass-rate lead needed over each baseline (0.02 = 2 points).",
