@@ -42,7 +42,9 @@ complete within it: while generating, it keeps a closing plan, the tokens that f
 from the current point by the shortest route it knows (close the open string, `}` and `]`, add
 the required properties still missing with the smallest values the schema allows: `""`, `0`,
 `false`, `[]`, `{}`), and once the plan no longer fits in the tokens left (less a margin of
-`BUDGET_MARGIN` for the next token) it writes the plan instead of the model's choice.
+`BUDGET_MARGIN` for the next token) it writes the plan instead of the model's choice. A cap
+below the shortest call (about 25 tokens in Hermes) cannot be met: the model then writes as far
+as the cap lets it, within the grammar.
 `ToolCallProcessor.forced` tells how many tokens were written so. A weak model that repeats
 itself inside a string thus ends with a valid but truncated value rather than no call at all.
 Without `max_tokens` there is no closing: a model that never ends a string runs to the cap.
@@ -465,7 +467,9 @@ class ToolCallProcessor:
                     plan = self._closing_plan()
                     self._plan_length = len(plan) if plan is not None else 0
                     self._planned_at = self._consumed
-                    if plan and len(plan) + BUDGET_MARGIN >= left:
+                    # Write the plan when the next free token could leave too little room, as long
+                    # as it fits: when even the plan cannot fit, the model keeps its choices.
+                    if plan and len(plan) + BUDGET_MARGIN >= left and len(plan) <= left:
                         self._plan = plan
             if self._plan:
                 self._bitmask.fill(0)
@@ -549,3 +553,15 @@ def tool_call_processor(
     if name not in CONVENTIONS:
         raise ValueError(f"convention must be one of {sorted(CONVENTIONS)}, got {name!r}")
     return ToolCallProcessor(compiled, compiled.matcher(tools, name), name, max_tokens)
+
+
+def grammar_accepts(
+    tokenizer: Any, tools: Sequence[Mapping[str, Any]] | None, text: str, convention: str | None = None
+) -> bool:
+    """Whether `text`, tokenized as the model would write it, is exactly one call the processor
+    of `tool_call_processor(tokenizer, tools, convention)` allows (the grammar at string level)."""
+    compiled = _compiled(tokenizer)
+    name = convention if convention is not None else detect_convention(compiled.chat_template)
+    matcher = compiled.matcher(tools, name)
+    tokens = compiled.lltokenizer.tokenize_str(text, parse_special=True)
+    return matcher.try_consume_tokens(tokens) == len(tokens) and bool(matcher.is_accepting())
