@@ -337,17 +337,44 @@ def survey(tokenizer: Any) -> list[str]:
     ]
 
 
-def replay(model: Any, tokenizer: Any, cases: int, repeat: int, max_tokens: int) -> list[str]:
+def synthetic_prompts(tokenizer: Any, cases: int) -> tuple[list[list[int]], list[Any]]:
     chosen = records(cases, seed=1)
     prompts = [
         list(tokenizer.apply_chat_template(r["messages"][:-1], tools=r["tools"], add_generation_prompt=True))
         for r in chosen
     ]
-    tools = [r["tools"] for r in chosen]
-    offered = {t["function"]["name"] for t in TOOLS}
+    return prompts, [r["tools"] for r in chosen]
+
+
+def demo_prompts(tokenizer: Any, warehouse: Path, cases: int) -> tuple[list[list[int]], list[Any]]:
+    """The demo window's holdout cases, as replay_eval picks them."""
+    import pandas as pd
+
+    from trajectory_pipeline.dataset.training_data import dedupe_across_days
+    from trajectory_pipeline.evaluation.replay import prompt_tokens, select_cases
+
+    days = sorted((warehouse / "rendered_splits").glob("*.parquet"))
+    rows, _ = dedupe_across_days(pd.concat([pd.read_parquet(day) for day in days], ignore_index=True))
+    config = ReplayConfig(holdout_cases=cases, seen_exact_cases=0, seen_variant_cases=0)
+    chosen = select_cases(rows, config)
+    return [prompt_tokens(tokenizer, case) for case in chosen], [case.tools for case in chosen]
+
+
+def valid_call(text: str, tools: list[dict[str, Any]] | None) -> bool:
+    """One call of an offered tool with its required arguments."""
+    calls = parse_answer(text).calls
+    offered = {t["function"]["name"]: t["function"].get("parameters") or {} for t in tools or TOOLS}
+    if len(calls) != 1 or calls[0].name not in offered:
+        return False
+    return set(offered[calls[0].name].get("required", [])) <= set(calls[0].arguments)
+
+
+def replay(
+    model: Any, tokenizer: Any, prompts: list[list[int]], tools: list[Any], repeat: int, max_tokens: int
+) -> list[str]:
     lines = [
-        f"Replay on {cases} prompts ({statistics.median(len(p) for p in prompts):.0f} tokens, median), "
-        f"max_tokens {max_tokens}, medians of {repeat} alternating runs:",
+        f"Replay on {len(prompts)} prompts ({statistics.median(len(p) for p in prompts):.0f} tokens, "
+        f"median), max_tokens {max_tokens}, medians of {repeat} alternating runs:",
         "",
         "| strategy | decoding | ms per answer | ms per generated token | tokens per answer "
         "| valid calls | grammar ms per answer | answers closed by the budget |",
@@ -364,8 +391,7 @@ def replay(model: Any, tokenizer: Any, cases: int, repeat: int, max_tokens: int)
             per_answer = statistics.median(t.seconds / t.cases for _, t in results) * 1e3
             per_token = statistics.median(t.seconds / max(t.generated_tokens, 1) for _, t in results) * 1e3
             tokens = statistics.mean(a.generated_tokens for a in answers)
-            parsed = [parse_answer(a.text) for a in answers]
-            valid = sum(1 for p in parsed if len(p.calls) == 1 and p.calls[0].name in offered)
+            valid = sum(1 for a, t in zip(answers, tools, strict=True) if valid_call(a.text, t))
             grammar = statistics.median(t.extra.get("constraint_seconds", 0.0) / t.cases for _, t in results)
             closed = int(results[0][1].extra.get("closed_by_budget", 0))
             grammar_cell = f"{grammar * 1e3:.1f}" if decoding == "constrained" else "—"
@@ -385,19 +411,37 @@ def main() -> int:
     parser.add_argument("--cases", type=int, default=24)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=ReplayConfig().max_tokens)
+    parser.add_argument(
+        "--demo",
+        type=Path,
+        help="a `trajectory-pipeline demo` folder (e.g. data): replay its holdout cases with its "
+        "learned tiny model and adapter instead of random weights and generated prompts",
+    )
     args = parser.parse_args()
     import mlx_lm
 
-    with tempfile.TemporaryDirectory() as folder:
-        model, tokenizer = mlx_lm.load(str(build_model(Path(folder))))[:2]
     print(
         f"# Constrained decoding on the tiny model ({platform.machine()}, {platform.system()}, "
         f"Python {platform.python_version()}, mlx-lm {metadata.version('mlx-lm')})\n"
     )
+    if args.demo is not None:
+        adapters = sorted((args.demo / "artifacts" / "adapters").glob("*/adapter/adapters.safetensors"))
+        adapter = str(adapters[-1].parent) if adapters else None
+        model, tokenizer = mlx_lm.load(str(args.demo / "tiny-model"), adapter_path=adapter)[:2]
+        prompts, tools = demo_prompts(tokenizer, args.demo / "warehouse", args.cases)
+        print(f"The demo's learned tiny model with adapter {adapter}.\n")
+    else:
+        with tempfile.TemporaryDirectory() as folder:
+            model, tokenizer = mlx_lm.load(str(build_model(Path(folder))))[:2]
+        prompts, tools = synthetic_prompts(tokenizer, args.cases)
+        print("The tiny model with random weights, on generated prompts.\n")
     if args.survey:
         print("\n".join(survey(tokenizer)))
-    tool_call_processor(tokenizer, TOOLS)  # compile once before timing, as a replay run does
-    print("\n".join(replay(model, tokenizer, args.cases, args.repeat, args.max_tokens)))
+    for offered in {
+        json.dumps(t, sort_keys=True) for t in tools
+    }:  # compile as a replay run's first case does
+        tool_call_processor(tokenizer, json.loads(offered))
+    print("\n".join(replay(model, tokenizer, prompts, tools, args.repeat, args.max_tokens)))
     return 0
 
 
