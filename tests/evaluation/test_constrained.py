@@ -322,3 +322,15 @@ def test_grammar_text_names_every_offered_tool() -> None:
         assert f'\\"name\\": \\"{name}\\"' in grammar
     with pytest.raises(ValueError, match="non-empty string name"):
         call_grammar([{"function": {"parameters": {}}}], HERMES)
+
+
+def test_a_schema_that_does_not_compile_costs_only_its_own_tool(loaded: Any) -> None:
+    _, tokenizer = loaded
+    broken = {"type": "function", "function": {"name": "odd", "parameters": {"$ref": "#/$defs/missing"}}}
+    with pytest.warns(UserWarning, match=r"\['odd'\] do not compile"):
+        assert grammar_accepts(
+            tokenizer, [*TOOLS, broken], '<tool_call>\n{"name": "odd", "arguments": {"x": 1}}\n</tool_call>'
+        )
+    # The other tools keep their schemas: read_file still needs its file_path.
+    text = '<tool_call>\n{"name": "read_file", "arguments": {"limit": 1}}\n</tool_call>'
+    assert not grammar_accepts(tokenizer, [*TOOLS, broken], text)

@@ -89,6 +89,7 @@ import json
 import re
 import threading
 import time
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -311,20 +312,38 @@ class _Compiled:
             self._closers[text] = list(self.lltokenizer.tokenize_str(text))
         return self._closers[text]
 
-    def matcher(self, tools: Sequence[Mapping[str, Any]] | None, convention: str) -> Any:
-        """A fresh matcher at the start of the call grammar (compiled once per tool set)."""
+    def _compile(self, tools: Sequence[Mapping[str, Any]] | None, convention: str) -> Any:
         import llguidance
 
+        grammar = llguidance.LLMatcher.grammar_from_lark(call_grammar(tools, convention, self.tag))
+        return llguidance.LLMatcher(self.lltokenizer, grammar, log_level=0)
+
+    def matcher(self, tools: Sequence[Mapping[str, Any]] | None, convention: str) -> Any:
+        """A fresh matcher at the start of the call grammar (compiled once per tool set)."""
         key = (convention, json.dumps(offered_calls(tools), sort_keys=True, ensure_ascii=False))
         with self._lock:
             template = self._grammars.get(key)
             if template is not None:
                 self._grammars.move_to_end(key)
                 return template.deep_copy()
-        grammar = llguidance.LLMatcher.grammar_from_lark(call_grammar(tools, convention, self.tag))
-        template = llguidance.LLMatcher(self.lltokenizer, grammar, log_level=0)
+        template = self._compile(tools, convention)
         if template.is_error():
-            raise ValueError(f"the {convention} tool-call grammar does not compile: {template.get_error()}")
+            # One tool's schema llguidance cannot read (an unresolvable $ref, say) should not cost
+            # the others theirs: those tools take any object, with a warning naming them.
+            broken = [t for t in tools or [] if self._compile([t], convention).is_error()]
+            if broken and len(broken) < len(tools or []):
+                names = sorted(str(_function(t).get("name")) for t in broken)
+                warnings.warn(
+                    f"tool-call grammar: the parameters of {names} do not compile "
+                    f"({template.get_error()[:300]}); those tools take any object as arguments",
+                    stacklevel=3,
+                )
+                loose = [{"name": _function(t).get("name")} if t in broken else t for t in tools or []]
+                template = self._compile(loose, convention)
+            if template.is_error():
+                raise ValueError(
+                    f"the {convention} tool-call grammar does not compile: {template.get_error()}"
+                )
         with self._lock:
             self._grammars[key] = template
             while len(self._grammars) > _CACHE_SIZE:
