@@ -69,11 +69,13 @@ def main() -> int:
     scores: dict[str, pd.DataFrame] = {}
     with loaded_model(args.model, adapter) as (model, tokenizer):
         prompts = [prompt_tokens(tokenizer, case) for case in cases]
-        generate_answers(model, tokenizer, prompts[:2], config)  # warm-up: first-call compilation
+        tools = [case.tools for case in cases]  # constrained decoding allows calls of these only
+        # Warm-up: first-call compilation (and the grammar's, once per tool set).
+        generate_answers(model, tokenizer, prompts[:2], config, tools=tools[:2])
         for _ in range(args.repeat):
             for strategy in STRATEGIES:
                 answers, timing = generate_answers(
-                    model, tokenizer, prompts, dataclasses.replace(config, strategy=strategy)
+                    model, tokenizer, prompts, dataclasses.replace(config, strategy=strategy), tools=tools
                 )
                 seconds[strategy].append(timing.seconds)
                 prefilled[strategy] = timing.prefilled_tokens

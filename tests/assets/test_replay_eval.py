@@ -15,7 +15,7 @@ import pytest
 from resources.adapter_registry import AdapterRegistryResource
 from tests.assets.sample_window import WEEK, ingest_sample_window, train_and_evaluate
 
-EVAL = {"holdout_cases": 6, "seen_exact_cases": 3, "seen_variant_cases": 3, "max_tokens": 16, "min_cases": 1}
+EVAL = {"holdout_cases": 6, "seen_exact_cases": 3, "seen_variant_cases": 3, "max_tokens": 48, "min_cases": 1}
 
 
 def _train_and_evaluate(

@@ -269,6 +269,19 @@ def test_report_holds_decision_tables_and_speed() -> None:
     assert "| base | 1 | 4.0 | 4.00 | 7.5 | 100 |" in text
     assert "| candidate | 5 | 10.0 | 2.00 | 20.0 | 500 |" in text
     assert text.index("| base | 1 |") < text.index("| candidate | 5 | 10.0")
+    assert "Decoding: free (the models' own tokens)." in text
+    constrained = {m: {**t, "constraint_seconds": 0.01, "closed_by_budget": 1.0} for m, t in timings.items()}
+    text = report_markdown(
+        summary,
+        breakdown(results, "target_name"),
+        breakdown(results, "action_class"),
+        failure_counts(results),
+        decision,
+        constrained,
+        "pass_rate.png",
+    )
+    assert "Grammar time per case: base 10.0 ms, candidate 2.0 ms." in text
+    assert "Calls the token budget closed: base 1 of 1, candidate 1 of 5." in text
 
 
 def test_report_rejects_incomplete_timings() -> None:

@@ -1,6 +1,7 @@
 """The replay eval's runner: lanes pick whole sessions from the right splits, every record format
 gives back its history and target, the prompt is the one training masked, and the three generation
-strategies (one at a time, prompt cache, batched) give identical answers on a real tiny model."""
+strategies (one at a time, prompt cache, batched) give identical answers on a real tiny model, with
+free and with constrained decoding (tests/evaluation/test_constrained.py tests the constraint)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from trajectory_pipeline.dataset.render import RenderConfig, render
 from trajectory_pipeline.evaluation.replay import (
+    DECODINGS,
     STRATEGIES,
     ReplayConfig,
     case_from_row,
@@ -25,7 +27,6 @@ from trajectory_pipeline.evaluation.replay import (
     select_cases,
 )
 from trajectory_pipeline.evaluation.schema import EVAL_COLUMNS, HOLDOUT, SEEN_EXACT, SEEN_VARIANT
-from trajectory_pipeline.sample.tiny_model import TinyModelSpec, build_tiny_model
 from trajectory_pipeline.schema import canonical_json
 
 
@@ -126,17 +127,19 @@ def test_select_cases_names_missing_columns() -> None:
 
 
 @pytest.mark.parametrize(
-    ("field", "value"), [("max_tokens", 0), ("strategy", "fast"), ("holdout_cases", -1), ("samples", 0)]
+    ("field", "value"),
+    [
+        ("max_tokens", 0),
+        ("strategy", "fast"),
+        ("holdout_cases", -1),
+        ("samples", 0),
+        ("decoding", "json"),
+        ("call_convention", "xml"),
+    ],
 )
 def test_config_rejects_bad_values(field: str, value: Any) -> None:
     with pytest.raises(ValueError, match=field):
         ReplayConfig(**{field: value})
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    texts = list(_rows()["record"])
-    return build_tiny_model(tmp_path_factory.mktemp("model") / "tiny", texts, TinyModelSpec(vocab_size=400))
 
 
 def test_prompt_is_what_training_masks(tiny_model: Path) -> None:
@@ -150,15 +153,18 @@ def test_prompt_is_what_training_masks(tiny_model: Path) -> None:
     assert tokenizer.decode(prompt).endswith("<|im_start|>assistant\n")
 
 
-def test_strategies_give_identical_answers(tiny_model: Path) -> None:
+@pytest.mark.parametrize("decoding", DECODINGS)
+def test_strategies_give_identical_answers(tiny_model: Path, decoding: str) -> None:
     cases = select_cases(_rows(), ReplayConfig(holdout_cases=6, seen_exact_cases=3, seen_variant_cases=0))
-    config = ReplayConfig(max_tokens=12, batch_size=3)
+    # Constrained answers need room for a whole call (about 30 tokens here); free ones are cut at 12.
+    config = ReplayConfig(max_tokens=12 if decoding == "free" else 40, batch_size=3, decoding=decoding)
     with loaded_model(tiny_model) as (model, tokenizer):
         prompts = [prompt_tokens(tokenizer, case) for case in cases]
+        tools = [case.tools for case in cases]
         answers, timings = {}, {}
         for strategy in STRATEGIES:
             got, timing = generate_answers(
-                model, tokenizer, prompts, dataclasses.replace(config, strategy=strategy)
+                model, tokenizer, prompts, dataclasses.replace(config, strategy=strategy), tools=tools
             )
             answers[strategy], timings[strategy] = got, timing
     reference = answers["one_at_a_time"]

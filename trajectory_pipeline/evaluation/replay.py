@@ -16,13 +16,21 @@ test-split decisions whose workflow family also occurs in training. Each lane ta
 sessions in a seeded hash order until its cap, so decisions of one attempt stay together and
 share their prompt prefixes.
 
+Decoding (`ReplayConfig.decoding`): `constrained` (default) masks every token that would not make
+the answer exactly one call of a tool the case offers, with arguments that match its schema, in
+the model's tool-call convention, closed within `max_tokens` (`constrained.tool_call_processor`,
+a fresh processor per case); `free` takes the model's tokens as they come. The processor is an
+mlx-lm logits processor, so every strategy below applies it the same way.
+
 Generation strategies, all from mlx-lm, with identical greedy answers (the bench proves it):
 - `one_at_a_time`: `stream_generate` per case, the reference;
 - `prompt_cache` (default): cases in token order, one KV cache trimmed back to the prefix the
   next prompt shares (decisions of one attempt extend each other's history), so only the new
   tail is prefilled, as mlx-lm's server does;
 - `batched`: `batch_generate` over groups of cases, each seeded with its group's shared prefix
-  cache; pays off on a GPU, where decoding several sequences costs about as much as one.
+  cache; pays off on a GPU, where decoding several sequences costs about as much as one. With
+  constrained decoding it drives mlx-lm's `BatchGenerator` itself, as `batch_generate` does, to
+  give each sequence its own processor.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,11 +50,13 @@ import pandas as pd
 from trajectory_pipeline.config import knob
 from trajectory_pipeline.dataset.render import parse_call_text
 from trajectory_pipeline.evaluation.answers import parse_answer
+from trajectory_pipeline.evaluation.constrained import CONVENTIONS, ToolCallProcessor, tool_call_processor
 from trajectory_pipeline.evaluation.schema import EVAL_COLUMNS, HOLDOUT, SEEN_EXACT, SEEN_VARIANT
 from trajectory_pipeline.evaluation.scoring import score_call
 from trajectory_pipeline.schema import canonical_json
 
 STRATEGIES = ("one_at_a_time", "prompt_cache", "batched")
+DECODINGS = ("constrained", "free")
 PREFILL_STEP = 2048  # mlx-lm's prefill_step_size
 
 
@@ -69,6 +79,15 @@ class ReplayConfig:
     seed: int = knob(0, "Seed of the lanes' session order and of sampling.")
     strategy: str = knob("prompt_cache", f"How answers are generated, one of {STRATEGIES}.")
     batch_size: int = knob(8, "Cases per batch_generate call (strategy batched).")
+    decoding: str = knob(
+        "constrained",
+        "constrained: every answer is one call of an offered tool with schema-valid arguments; "
+        "free: the model's own tokens.",
+    )
+    call_convention: str | None = knob(
+        None,
+        f"Tool-call convention of constrained answers, one of {CONVENTIONS}; empty: from the chat template.",
+    )
 
     def __post_init__(self) -> None:
         for name in ("holdout_cases", "seen_exact_cases", "seen_variant_cases"):
@@ -81,6 +100,12 @@ class ReplayConfig:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         if self.strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {STRATEGIES}, got {self.strategy!r}")
+        if self.decoding not in DECODINGS:
+            raise ValueError(f"decoding must be one of {DECODINGS}, got {self.decoding!r}")
+        if self.call_convention is not None and self.call_convention not in CONVENTIONS:
+            raise ValueError(
+                f"call_convention must be one of {sorted(CONVENTIONS)} or None, got {self.call_convention!r}"
+            )
         if self.samples > 1 and not self.temperature > 0:
             raise ValueError(f"samples > 1 needs a temperature above 0, got {self.temperature}")
 
@@ -237,16 +262,34 @@ def _sampler(config: ReplayConfig) -> Any:
     return make_sampler(temp=config.temperature if config.samples > 1 else 0.0)
 
 
+Processors = Callable[[int], list[Any]]  # the logits processors of prompt i (fresh), [] for none
+
+
+def _processors_kwargs(processors: list[Any]) -> dict[str, Any]:
+    """`logits_processors` for mlx-lm only when there are some: free decoding calls it as before."""
+    return {"logits_processors": processors} if processors else {}
+
+
 def _one_at_a_time(
-    model: Any, tokenizer: Any, prompts: list[list[int]], config: ReplayConfig, timing: Timing
+    model: Any,
+    tokenizer: Any,
+    prompts: list[list[int]],
+    config: ReplayConfig,
+    timing: Timing,
+    processors: Processors,
 ) -> list[Answer]:
     from mlx_lm.generate import stream_generate
 
     answers = []
-    for prompt in prompts:
+    for index, prompt in enumerate(prompts):
         generated: list[int] = []
         for response in stream_generate(
-            model, tokenizer, prompt, max_tokens=config.max_tokens, sampler=_sampler(config)
+            model,
+            tokenizer,
+            prompt,
+            max_tokens=config.max_tokens,
+            sampler=_sampler(config),
+            **_processors_kwargs(processors(index)),
         ):
             if response.finish_reason != "stop":
                 generated.append(int(response.token))
@@ -256,7 +299,12 @@ def _one_at_a_time(
 
 
 def _prompt_cache(
-    model: Any, tokenizer: Any, prompts: list[list[int]], config: ReplayConfig, timing: Timing
+    model: Any,
+    tokenizer: Any,
+    prompts: list[list[int]],
+    config: ReplayConfig,
+    timing: Timing,
+    processors: Processors,
 ) -> list[Answer]:
     import mlx.core as mx
     from mlx_lm.generate import generate_step
@@ -283,6 +331,7 @@ def _prompt_cache(
             max_tokens=config.max_tokens,
             sampler=_sampler(config),
             prompt_cache=cache,
+            **_processors_kwargs(processors(index)),
         )
         for token, _ in steps:
             fed.append(int(token))
@@ -298,7 +347,12 @@ def _prompt_cache(
 
 
 def _batched(
-    model: Any, tokenizer: Any, prompts: list[list[int]], config: ReplayConfig, timing: Timing
+    model: Any,
+    tokenizer: Any,
+    prompts: list[list[int]],
+    config: ReplayConfig,
+    timing: Timing,
+    processors: Processors,
 ) -> list[Answer]:
     import mlx.core as mx
     from mlx_lm.generate import batch_generate
@@ -319,36 +373,110 @@ def _batched(
                 model(mx.array(prefix[chunk : chunk + PREFILL_STEP])[None], cache=cache)
                 mx.eval([c.state for c in cache])
             caches = [cache for _ in group]  # batch_generate copies, never updates, these
-        response = batch_generate(
-            model,
-            tokenizer,
-            [prompts[i][max(shared, 0) :] for i in group],
-            prompt_caches=caches,
-            max_tokens=config.max_tokens,
-            sampler=_sampler(config),
-            return_token_ids=True,
-        )
+        tails = [prompts[i][max(shared, 0) :] for i in group]
+        per_sequence = [processors(i) for i in group]
+        if any(per_sequence):
+            texts, token_ids = _batch_with_processors(model, tokenizer, tails, caches, per_sequence, config)
+        else:
+            response = batch_generate(
+                model,
+                tokenizer,
+                tails,
+                prompt_caches=caches,
+                max_tokens=config.max_tokens,
+                sampler=_sampler(config),
+                return_token_ids=True,
+            )
+            texts, token_ids = response.texts, response.token_ids or []
         timing.prefilled_tokens += max(shared, 0) + sum(len(prompts[i]) - max(shared, 0) for i in group)
-        for i, text, ids in zip(group, response.texts, response.token_ids or [], strict=True):
+        for i, text, ids in zip(group, texts, token_ids, strict=True):
             answers[i] = Answer(text, len(prompts[i]), len(ids))
     return [answer for answer in answers if answer is not None]
+
+
+def _batch_with_processors(
+    model: Any,
+    tokenizer: Any,
+    prompts: list[list[int]],
+    caches: list[Any] | None,
+    processors: list[list[Any]],
+    config: ReplayConfig,
+) -> tuple[list[str], list[list[int]]]:
+    """`batch_generate`'s loop with one list of logits processors per sequence (batch_generate
+    hands one list to all of them, and a tool-call processor holds its own sequence's state)."""
+    from mlx_lm.generate import BatchGenerator
+
+    generator = BatchGenerator(
+        model, stop_tokens=[[t] for t in tokenizer.eos_token_ids], sampler=_sampler(config)
+    )
+    try:
+        uids = generator.insert(
+            prompts, [config.max_tokens] * len(prompts), caches=caches, logits_processors=processors
+        )
+    except TypeError as err:  # mlx-lm releases whose BatchGenerator.insert takes no processors
+        generator.close()
+        raise ValueError(
+            "strategy batched with decoding constrained needs an mlx-lm whose BatchGenerator.insert "
+            f"takes logits_processors ({err}); upgrade mlx-lm or use strategy prompt_cache"
+        ) from err
+    results: dict[int, list[int]] = {uid: [] for uid in uids}
+    try:
+        while responses := generator.next_generated():
+            for response in responses:
+                if response.finish_reason != "stop":
+                    results[response.uid].append(int(response.token))
+    finally:
+        generator.close()
+    return [tokenizer.decode(results[uid]) for uid in uids], [results[uid] for uid in uids]
 
 
 _STRATEGY = {"one_at_a_time": _one_at_a_time, "prompt_cache": _prompt_cache, "batched": _batched}
 
 
 def generate_answers(
-    model: Any, tokenizer: Any, prompts: list[list[int]], config: ReplayConfig, sample: int = 0
+    model: Any,
+    tokenizer: Any,
+    prompts: list[list[int]],
+    config: ReplayConfig,
+    sample: int = 0,
+    tools: Sequence[list[dict[str, Any]] | None] | None = None,
 ) -> tuple[list[Answer], Timing]:
-    """One answer per prompt, in prompt order, with what generating them cost."""
+    """One answer per prompt, in prompt order, with what generating them cost.
+
+    `tools` are the tools each prompt offers (the cases' `tools`): constrained decoding allows a
+    call of those only. Without them (or for a prompt whose tools are None) any tool name is
+    allowed, with any object as arguments."""
     import mlx.core as mx
 
+    if tools is not None and len(tools) != len(prompts):
+        raise ValueError(f"got {len(tools)} tool lists for {len(prompts)} prompts; give one per prompt")
     mx.random.seed(config.seed + sample)
     timing = Timing(cases=len(prompts), prompt_tokens=sum(len(p) for p in prompts))
+    made: list[ToolCallProcessor] = []
+
+    def processors(index: int) -> list[Any]:
+        if config.decoding == "free":
+            return []
+        processor = tool_call_processor(
+            tokenizer,
+            tools[index] if tools is not None else None,
+            config.call_convention,
+            max_tokens=config.max_tokens,
+        )
+        made.append(processor)
+        return [processor]
+
     started = time.perf_counter()
-    answers = _STRATEGY[config.strategy](model, tokenizer, prompts, config, timing) if prompts else []
+    strategy = _STRATEGY[config.strategy]
+    answers = strategy(model, tokenizer, prompts, config, timing, processors) if prompts else []
     timing.seconds = time.perf_counter() - started
     timing.generated_tokens = sum(a.generated_tokens for a in answers)
+    if config.decoding == "constrained":
+        timing.extra.update(
+            constraint_seconds=sum(p.seconds for p in made),
+            forced_tokens=sum(p.forced for p in made),
+            closed_by_budget=sum(1 for p in made if p.forced),
+        )
     return answers, timing
 
 
@@ -428,8 +556,9 @@ def evaluate_model(
     asked = sorted(set(first.values()))
     with loaded_model(model_dir, adapter_path) as (model, tokenizer):
         prompts = [prompt_tokens(tokenizer, cases[index]) for index in asked]
+        tools = [cases[index].tools for index in asked]
         for sample in range(config.samples):
-            answers, timing = generate_answers(model, tokenizer, prompts, config, sample)
+            answers, timing = generate_answers(model, tokenizer, prompts, config, sample, tools)
             by_decision = {
                 cases[index].decision_id: answer for index, answer in zip(asked, answers, strict=True)
             }
@@ -442,4 +571,6 @@ def evaluate_model(
             total.prompt_tokens += timing.prompt_tokens
             total.prefilled_tokens += timing.prefilled_tokens
             total.generated_tokens += timing.generated_tokens
+            for key, value in timing.extra.items():
+                total.extra[key] = total.extra.get(key, 0.0) + value
     return pd.concat(frames, ignore_index=True), total

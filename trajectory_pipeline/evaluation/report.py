@@ -269,7 +269,28 @@ def _speed(timings: Mapping[str, Mapping[str, float]]) -> list[str]:
         rate = f"{t['generated_tokens'] / t['seconds']:.1f}" if t["seconds"] else "—"
         counts = f"{int(t['cases'])} | {t['seconds']:.1f} | {per_case} | {rate} | {int(t['prompt_tokens'])}"
         lines.append(f"| {model} | {counts} |")
-    return [*lines, ""]
+    return [*lines, "", *_decoding(timings)]
+
+
+def _decoding(timings: Mapping[str, Mapping[str, float]]) -> list[str]:
+    """How the answers were decoded: constrained runs' timings carry the grammar's figures."""
+    constrained = {model: t for model, t in timings.items() if "constraint_seconds" in t}
+    if not constrained:
+        return ["Decoding: free (the models' own tokens).", ""]
+    models = _ordered(pd.Series(list(constrained)), MODELS)
+    grammar = ", ".join(
+        f"{m} {constrained[m]['constraint_seconds'] / max(constrained[m]['cases'], 1) * 1e3:.1f} ms"
+        for m in models
+    )
+    closed = ", ".join(
+        f"{m} {int(constrained[m].get('closed_by_budget', 0))} of {int(constrained[m]['cases'])}"
+        for m in models
+    )
+    return [
+        "Decoding: constrained (every answer held to one call of an offered tool, in the model's "
+        f"convention). Grammar time per case: {grammar}. Calls the token budget closed: {closed}.",
+        "",
+    ]
 
 
 def _grouped_bars(ax: Axes, frame: pd.DataFrame, group: str, title: str) -> None:
