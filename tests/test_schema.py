@@ -70,3 +70,8 @@ def test_schema_matches_the_record() -> None:
 )
 def test_repo_name(cwd: str | None, remote: str | None, expected: str | None) -> None:
     assert repo_name(cwd, remote) == expected
+
+
+def test_canonical_json_writes_integers_beyond_64_bits() -> None:
+    # a model's answer can hold one ("limit": 99999999999999999999); scoring must not crash on it
+    assert canonical_json({"b": 10**20, "a": [1, "é"]}) == '{"a":[1,"é"],"b":100000000000000000000}'

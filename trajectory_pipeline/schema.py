@@ -11,6 +11,7 @@ that could not be read: it goes to the quarantine table, never silently away.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from typing import Any, NamedTuple
 
 import orjson
@@ -145,7 +146,12 @@ _dumps = orjson.dumps  # bound once, like the option: every tool call's argument
 
 def canonical_json(value: Any) -> str:
     """Sorted keys, compact separators, UTF-8: the same input always gives the same string."""
-    return _dumps(value, option=_CANONICAL).decode()
+    try:
+        return _dumps(value, option=_CANONICAL).decode()
+    except TypeError:
+        # orjson refuses integers beyond 64 bits (a model's answer can hold one); the standard
+        # library writes them, with the same separators and key order
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
