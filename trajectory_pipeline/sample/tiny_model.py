@@ -52,19 +52,33 @@ from trajectory_pipeline.sample.chat_templates import (
     chat_family,
 )
 
-__all__ = [
+__all__ = [  # with the default (hermes) family's names, which lived here before chat_templates
+    "BYTE_ALPHABET",
     "CHAT_TEMPLATE",
     "ENDOFTEXT",
     "FAMILIES",
+    "FILES",
+    "FLAG_HELP",
     "HERMES",
     "IM_END",
     "IM_START",
+    "PRETRAINING_RECORD",
     "SPECIAL_TOKENS",
+    "SPLIT_FILES",
     "TAG_TOKENS",
     "TEMPLATE_TEXTS",
     "TinyModelSpec",
+    "add_arguments",
     "build_tiny_model",
     "corpus_texts",
+    "data_files",
+    "main",
+    "model_config",
+    "random_weights",
+    "run",
+    "safetensors_bytes",
+    "tokenizer_config",
+    "train_tokenizer",
 ]
 
 BYTE_ALPHABET = 256
