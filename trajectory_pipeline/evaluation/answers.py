@@ -9,8 +9,13 @@ lenient, since real models answer in many conventions:
                           '{"name": "read_file", "arguments": {"file_path": "a.py"}}\\n</tool_call>')
     answer.parsed, answer.calls[0].name, answer.thinking_preamble   # True, 'read_file', True
 
+`parse_answer(text, tools=case_tools)` gives mlx-lm's parsers the offered tools (OpenAI function
+specs), which the qwen3_coder parser needs to read a parameter as its schema's type (`20` as an
+integer, not the string "20"); without them every qwen3_coder value is a string.
+
 How an answer is read:
-1. Thinking is set aside: `<think>...</think>`, `<thinking>...</thinking>` and `[THINK]...[/THINK]`
+1. Thinking is set aside, and so is Llama 3's `<|python_tag|>` (a Llama 3.1 answer may open with
+   it before its JSON call): `<think>...</think>`, `<thinking>...</thinking>` and `[THINK]...[/THINK]`
    blocks (an unclosed one runs to the end of the text; a closing tag with no opening tag, as when
    the chat template opened the block in the prompt, makes all before it thinking). Nothing inside
    is searched for calls: a model musing about a call has not made one.
@@ -32,11 +37,14 @@ How an answer is read:
    `arguments`, inside `{"function": {...}}` or `{"type": "function", "function": {...}}`
    wrappers, `{"tool_calls": [...]}` or a list; `arguments` may be a JSON string (OpenAI). A call
    needs a non-empty string name and arguments that are, or decode to, an object; otherwise it is
-   dropped and `error` says why (when no call at all was read).
+   dropped and `error` says why (when no call at all was read). An integer beyond 64 bits, which
+   canonical JSON (orjson) cannot write, is read as a float, as JSON readers of doubles do (a
+   model writing `22222...` for as long as it may would otherwise stop the scoring).
 
 Flags, for telling a model that answers with a call right away from one that talks first:
 - `starts_with_json`: the text, after leading whitespace, starts with `{` or `[` then `{`, bare or
-  just after `<tool_call>` or a ```json / ``` fence opening (whitespace allowed between). Whether
+  just after `<tool_call>`, `<|python_tag|>` or a ```json / ``` fence opening (whitespace allowed
+  between). Whether
   that JSON is valid is `parsed`'s business. Calls in other formats (qwen3_coder XML,
   `[TOOL_CALLS]`, pythonic) are not JSON: False.
 - `thinking_preamble`: a thinking block came before the first call, or any other non-blank text
@@ -50,7 +58,7 @@ import importlib
 import json
 import pkgutil
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, partial
 from typing import Any
@@ -68,7 +76,10 @@ _THINK_BLOCK = re.compile(
 )
 _THINK_OPEN = re.compile("|".join(re.escape(a) for a, _ in _THINK_TAGS))
 _THINK_CLOSE = re.compile("|".join(re.escape(b) for _, b in _THINK_TAGS))
-_STARTS_WITH_JSON = re.compile(r"\s*(?:<tool_call>\s*|```(?:json)?\s*)?(?:\{|\[\s*\{)", re.IGNORECASE)
+_PYTHON_TAG = "<|python_tag|>"  # Llama 3.1: opens a call; no call convention of its own
+_STARTS_WITH_JSON = re.compile(
+    r"\s*(?:<tool_call>\s*|<\|python_tag\|>\s*|```(?:json)?\s*)?(?:\{|\[\s*\{)", re.IGNORECASE
+)
 _PYTHONIC_LIST = re.compile(r"\s*\[\s*[A-Za-z_][\w.]*\(")
 _FENCE = re.compile(r"```[ \t]*(\w*)[ \t]*\n?(.*?)(?:```|\Z)", re.DOTALL)
 _JSON_START = re.compile(r"\{|\[\s*\{")
@@ -78,6 +89,7 @@ _ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
 _CALL_KEYS = ("name", "function", "tool_calls")
 
 Parser = Callable[..., Any]
+Tools = Sequence[Mapping[str, Any]] | None
 Reading = tuple[int | None, list["ParsedCall"], list[str]]  # first attempt's position, calls, errors
 
 
@@ -127,6 +139,23 @@ def _mlx_parsers() -> dict[str, tuple[str, str, Parser]]:
     return parsers
 
 
+_INT_RANGE = (-(2**63), 2**64 - 1)  # what orjson writes as an integer
+
+
+def _writable(value: Any) -> Any:
+    """`value` with integers beyond 64 bits as floats (inf past the float range)."""
+    if isinstance(value, dict):
+        return {key: _writable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_writable(item) for item in value]
+    if isinstance(value, int) and not isinstance(value, bool) and not _INT_RANGE[0] <= value <= _INT_RANGE[1]:
+        try:
+            return float(value)
+        except OverflowError:
+            return float("inf") if value > 0 else float("-inf")
+    return value
+
+
 def _call(value: Any, convention: str) -> ParsedCall:
     """One call object, normalized; a ValueError says why it is not a call."""
     if not isinstance(value, dict):
@@ -145,7 +174,7 @@ def _call(value: Any, convention: str) -> ParsedCall:
             raise ValueError(f"the {key} of {name} are a string that is not JSON: {err}") from err
     if not isinstance(arguments, dict):
         raise ValueError(f"expected the {key} of {name} to be a JSON object, got {type(arguments).__name__}")
-    return ParsedCall(name, arguments, convention)
+    return ParsedCall(name, _writable(arguments), convention)
 
 
 def _calls(value: Any, convention: str) -> list[ParsedCall]:
@@ -163,22 +192,28 @@ def _looks_like_call(value: Any) -> bool:
     return bool(items) and all(isinstance(i, dict) and any(k in i for k in _CALL_KEYS) for i in items)
 
 
-def _with_parser(module: str, segment: str) -> list[ParsedCall]:
+def _with_parser(module: str, segment: str, tools: Tools = None) -> list[ParsedCall]:
     if module not in _mlx_parsers():
         raise ValueError(f"a {module} call needs mlx-lm's tool parsers: pip install -U mlx-lm")
+    parse = _mlx_parsers()[module][2]
     try:
-        result = _mlx_parsers()[module][2](segment.strip(), None)
+        try:
+            result = parse(segment.strip(), list(tools) if tools is not None else None)
+        except Exception:  # a value its schema's type cannot read ("abc" for an integer): untyped
+            if tools is None:
+                raise
+            result = parse(segment.strip(), None)
     except Exception as err:  # third-party parsers raise many kinds on malformed text
         raise ValueError(f"mlx-lm's {module} parser could not read the call: {err!r}") from err
     return [_call(item, module) for item in (result if isinstance(result, list) else [result])]
 
 
-def _tool_call_block(body: str) -> list[ParsedCall]:
+def _tool_call_block(body: str, tools: Tools = None) -> list[ParsedCall]:
     text = body.strip()
     if text.startswith("<function="):
-        return _with_parser("qwen3_coder", text)
+        return _with_parser("qwen3_coder", text, tools)
     if "<arg_key>" in text:
-        return _with_parser("glm47", text)
+        return _with_parser("glm47", text, tools)
     try:
         value = json.loads(text)
     except json.JSONDecodeError as err:
@@ -238,7 +273,7 @@ def _bare_json(text: str) -> Reading:
     return position, calls, errors
 
 
-def _read(text: str) -> Reading:
+def _read(text: str, tools: Tools = None) -> Reading:
     """Calls from text with the thinking blanked out, in the first convention it holds."""
     markers = {_TOOL_CALL: ("", _TOOL_CALL_END)}
     for module, (start, end, _) in _mlx_parsers().items():
@@ -248,10 +283,10 @@ def _read(text: str) -> Reading:
         position, _, start = min(found)
         module, end = markers[start]
         read = partial(_with_parser, module) if module else _tool_call_block
-        return position, *_collect(_segments(text, start, end), read)
+        return position, *_collect(_segments(text, start, end), partial(read, tools=tools))
     if _PYTHONIC_LIST.match(text):
         position = len(text) - len(text.lstrip())
-        return position, *_collect([text], partial(_with_parser, "pythonic"))
+        return position, *_collect([text], partial(_with_parser, "pythonic", tools=tools))
     fences = [
         m
         for m in _FENCE.finditer(text)
@@ -272,15 +307,18 @@ def _thinking_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def parse_answer(text: str) -> ParsedAnswer:
-    """The tool calls in a model's raw answer, and how it was written (see the module doc)."""
+def parse_answer(text: str, tools: Tools = None) -> ParsedAnswer:
+    """The tool calls in a model's raw answer, and how it was written (see the module doc).
+
+    `tools`: the offered tools, for parsers that read values by their schema (qwen3_coder)."""
     if not isinstance(text, str):
         raise TypeError(f"expected the model's answer as a str, got {type(text).__name__}")
     thinking = _thinking_spans(text)
     visible = text
     for start, end in thinking:  # blanked, not cut, so positions stay those of `text`
         visible = visible[:start] + " " * (end - start) + visible[end:]
-    position, calls, errors = _read(visible)
+    visible = visible.replace(_PYTHON_TAG, " " * len(_PYTHON_TAG))
+    position, calls, errors = _read(visible, tools)
     if calls:
         error = None
     elif not text.strip():

@@ -24,7 +24,7 @@ without `parameters` takes any object; `tools=None` (a record that lists no tool
 of any name. Once the call is complete, only an end-of-sequence token (`tokenizer.eos_token_ids`,
 e.g. `<|im_end|>`) is allowed, so generation stops there instead of running to `max_tokens`.
 
-- `hermes` (Qwen2.5, Hermes, the tiny model), chosen by `<tool_call>` in the template:
+- `hermes` (Qwen2.5, Hermes, the tiny model's default), chosen by `<tool_call>` in the template:
   `<tool_call>\\n{"name": "f", "arguments": {...}}\\n</tool_call>`
 - `qwen3_coder`, chosen by `<tool_call>` then `<function=` on the next line:
   `<tool_call>\\n<function=f>\\n<parameter=k>\\nv\\n</parameter>\\n</function>\\n</tool_call>`
@@ -32,9 +32,15 @@ e.g. `<|im_end|>`) is allowed, so generation stops there instead of running to `
 - `llama3_json` (Llama 3.1 / 3.2 JSON tool calling), chosen by `<|python_tag|>` or
   `"parameters": dictionary`: `{"name": "f", "parameters": {...}}`
 
+The tiny model can be built in each (`build_tiny_model(..., family=...)`, templates in
+`sample/chat_templates.py`); tests/evaluation/test_families.py replays every one of them under
+this grammar.
+
 The convention is read from `tokenizer.chat_template` (first match in CONVENTIONS' order,
 `detect_convention`) unless one is given. Markers such as `<tool_call>` that the tokenizer has as
-one added token are required as that token, as the chat template writes them. In `qwen3_coder`,
+one added token are required as that token, as the chat template writes them (where llguidance
+takes it as one: a special token, or an ordinary added token shaped `<...>`; other ordinary added
+tokens, an ordinary `[TOOL_CALLS]` say, count as their text, which the token also spells). In `qwen3_coder`,
 string parameters are raw text up to `\\n</parameter>` and other types are JSON.
 
 Token budget. With `max_tokens` (the generation's cap), the processor makes sure the call is

@@ -20,6 +20,11 @@ byte-identical files: the texts are sorted before training and every JSON file i
 sorted keys. The model's vocabulary is the tokenizer's actual size, which is at most
 `spec.vocab_size` (a small corpus runs out of merges first), so generation never samples an id the
 tokenizer cannot decode.
+
+Families: `build_tiny_model(..., family="mistral")` (CLI `--family`) writes another family's chat
+template instead, with its tool-call convention, its marker tokens and its end-of-turn token as
+eos: `hermes` (the default, above), `qwen3_coder`, `llama3_json` or `mistral` (see
+`chat_templates`). The weights are the same Qwen2 architecture in every family.
 """
 
 from __future__ import annotations
@@ -34,71 +39,52 @@ from pathlib import Path
 from typing import Any
 
 from trajectory_pipeline.parquet_io import ensure_private_dir, write_bytes_atomic
+from trajectory_pipeline.sample.chat_templates import (
+    CHAT_TEMPLATE,
+    ENDOFTEXT,
+    FAMILIES,
+    HERMES,
+    IM_END,
+    IM_START,
+    SPECIAL_TOKENS,
+    TAG_TOKENS,
+    TEMPLATE_TEXTS,
+    chat_family,
+)
 
-ENDOFTEXT, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
-SPECIAL_TOKENS = (ENDOFTEXT, IM_START, IM_END)
-# Single tokens, as in Qwen2.5, but not special: decoding keeps them.
-TAG_TOKENS = ("<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>")
+__all__ = [  # with the default (hermes) family's names, which lived here before chat_templates
+    "BYTE_ALPHABET",
+    "CHAT_TEMPLATE",
+    "ENDOFTEXT",
+    "FAMILIES",
+    "FILES",
+    "FLAG_HELP",
+    "HERMES",
+    "IM_END",
+    "IM_START",
+    "PRETRAINING_RECORD",
+    "SPECIAL_TOKENS",
+    "SPLIT_FILES",
+    "TAG_TOKENS",
+    "TEMPLATE_TEXTS",
+    "TinyModelSpec",
+    "add_arguments",
+    "build_tiny_model",
+    "corpus_texts",
+    "data_files",
+    "main",
+    "model_config",
+    "random_weights",
+    "run",
+    "safetensors_bytes",
+    "tokenizer_config",
+    "train_tokenizer",
+]
+
 BYTE_ALPHABET = 256
 FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
 PRETRAINING_RECORD = "pretraining.json"  # written by tiny_base.learn_base over these random weights
 SPLIT_FILES = ("train.jsonl",)  # a data directory's held-out splits never shape the tokenizer
-
-# ChatML as Qwen2.5 writes it, without its default system prompt. `arguments` may be a JSON string
-# (OpenAI's form, written as is) or an object (written with tojson). Unlike Qwen2.5, each tool is a
-# one-line signature, `read_file(file_path, limit, offset)`, not its JSON schema: on the CPU the
-# schemas of the whole vocabulary would be most of every record's tokens (about 900 of 1,500).
-CHAT_TEMPLATE = r"""{%- if tools %}
-{{- '<|im_start|>system\n' }}
-{%- if messages[0].role == 'system' %}{{- messages[0].content + '\n\n' }}{%- endif %}
-{{- '# Tools\n\nYou may call one or more functions to assist with the user query.\n\n'
-    ~ 'You are provided with function signatures within <tools></tools> XML tags:\n<tools>' }}
-{%- for tool in tools %}
-{%- set fn = tool.function if tool.function is defined else tool %}
-{{- '\n' + fn.name + '(' }}
-{%- if fn.parameters is defined and fn.parameters.properties is defined %}
-{{- fn.parameters.properties | list | join(', ') }}
-{%- endif %}
-{{- ')' }}
-{%- endfor %}
-{{- '\n</tools>\n\nFor each function call, return a json object with function name and arguments '
-    ~ 'within <tool_call></tool_call> XML tags:\n<tool_call>\n'
-    ~ '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call><|im_end|>\n' }}
-{%- elif messages[0].role == 'system' %}
-{{- '<|im_start|>system\n' + messages[0].content + '<|im_end|>\n' }}
-{%- endif %}
-{%- for message in messages %}
-{%- if message.role == 'system' and loop.first %}
-{%- elif message.role == 'assistant' and message.tool_calls %}
-{{- '<|im_start|>assistant' }}
-{%- if message.content %}{{- '\n' + message.content }}{%- endif %}
-{%- for tool_call in message.tool_calls %}
-{%- if tool_call.function is defined %}{%- set tool_call = tool_call.function %}{%- endif %}
-{{- '\n<tool_call>\n{"name": "' + tool_call.name + '", "arguments": ' }}
-{%- if tool_call.arguments is string %}{{- tool_call.arguments }}
-{%- else %}{{- tool_call.arguments | tojson }}{%- endif %}
-{{- '}\n</tool_call>' }}
-{%- endfor %}
-{{- '<|im_end|>\n' }}
-{%- elif message.role == 'tool' %}
-{%- if loop.first or messages[loop.index0 - 1].role != 'tool' %}{{- '<|im_start|>user' }}{%- endif %}
-{{- '\n<tool_response>\n' + (message.content or '') + '\n</tool_response>' }}
-{%- if loop.last or messages[loop.index0 + 1].role != 'tool' %}{{- '<|im_end|>\n' }}{%- endif %}
-{%- else %}
-{{- '<|im_start|>' + message.role + '\n' + (message.content or '') + '<|im_end|>\n' }}
-{%- endif %}
-{%- endfor %}
-{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- endif %}"""
-
-# The template's own prose, trained on too so the tokenizer has tokens for what every prompt holds.
-TEMPLATE_TEXTS = (
-    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
-    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n</tools>\n\n"
-    "For each function call, return a json object with function name and arguments within "
-    '<tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, '
-    '"arguments": <args-json-object>}\n</tool_call>',
-    "system\nuser\nassistant\n<tool_response>\n</tool_response>",
-)
 
 
 @dataclass(frozen=True)
@@ -150,12 +136,16 @@ FLAG_HELP = {
 }
 
 
-def model_config(spec: TinyModelSpec, vocab_size: int, token_ids: Mapping[str, int]) -> dict[str, Any]:
-    """config.json: the Hugging Face Qwen2 keys that mlx-lm's `qwen2.ModelArgs` reads."""
+def model_config(
+    spec: TinyModelSpec, vocab_size: int, token_ids: Mapping[str, int], family: str = HERMES
+) -> dict[str, Any]:
+    """config.json: the Hugging Face Qwen2 keys that mlx-lm's `qwen2.ModelArgs` reads; the family's
+    bos token and end-of-turn token (where generation stops) as bos and eos."""
+    chat = chat_family(family)
     return {
         "architectures": ["Qwen2ForCausalLM"],
-        "bos_token_id": token_ids[ENDOFTEXT],
-        "eos_token_id": token_ids[IM_END],
+        "bos_token_id": token_ids[chat.bos],
+        "eos_token_id": token_ids[chat.eos],
         "hidden_act": "silu",
         "hidden_size": spec.hidden_size,
         "intermediate_size": spec.intermediate_size,
@@ -215,36 +205,47 @@ def corpus_texts(jsonl_paths: Iterable[Path]) -> Iterator[str]:
                 yield from _record_texts(record, where)
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int) -> Any:
-    """A byte-level BPE (`tokenizers.Tokenizer`) trained on `texts` in sorted order."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+def train_tokenizer(texts: Iterable[str], vocab_size: int, family: str = HERMES) -> Any:
+    """A byte-level BPE (`tokenizers.Tokenizer`) trained on `texts` in sorted order, with the
+    family's tokens added and its template's prose learned."""
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    corpus = sorted([*texts, *TEMPLATE_TEXTS])
+    chat = chat_family(family)
+    corpus = sorted([*texts, *chat.template_texts])
     tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    if chat.pre_tokenizer_pattern is None:
+        tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    else:  # the family's own split, then bytes (as Llama 3's tokenizer.json has it)
+        tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+            [
+                pre_tokenizers.Split(Regex(chat.pre_tokenizer_pattern), behavior="isolated"),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+            ]
+        )
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
         min_frequency=2,
         show_progress=False,
-        special_tokens=[*SPECIAL_TOKENS, *TAG_TOKENS],
+        special_tokens=list(chat.added_tokens),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
     tokenizer.train_from_iterator(corpus, trainer=trainer, length=len(corpus))
     # The trainer added the tags as special tokens; mark them ordinary so decoding keeps them.
-    tokenizer.add_tokens([AddedToken(tag, special=False, normalized=False) for tag in TAG_TOKENS])
+    tokenizer.add_tokens([AddedToken(tag, special=False, normalized=False) for tag in chat.tag_tokens])
     return tokenizer
 
 
-def tokenizer_config(spec: TinyModelSpec) -> dict[str, Any]:
-    """tokenizer_config.json: the special tokens and the chat template."""
+def tokenizer_config(spec: TinyModelSpec, family: str = HERMES) -> dict[str, Any]:
+    """tokenizer_config.json: the family's special tokens and chat template."""
+    chat = chat_family(family)
     return {
-        "bos_token": ENDOFTEXT,
-        "chat_template": CHAT_TEMPLATE,
+        "bos_token": chat.bos,
+        "chat_template": chat.chat_template,
         "clean_up_tokenization_spaces": False,
-        "eos_token": IM_END,
+        "eos_token": chat.eos,
         "model_max_length": spec.max_position,
-        "pad_token": ENDOFTEXT,
+        "pad_token": chat.pad,
         "tokenizer_class": "PreTrainedTokenizerFast",
         "unk_token": None,
     }
@@ -287,16 +288,28 @@ def _json_bytes(value: Mapping[str, Any]) -> bytes:
     return (json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
 
 
-def build_tiny_model(out_dir: Path, texts: Iterable[str], spec: TinyModelSpec = TinyModelSpec()) -> Path:
-    """Write the tiny model directory (see the module doc) to `out_dir` and return it."""
+def build_tiny_model(
+    out_dir: Path, texts: Iterable[str], spec: TinyModelSpec = TinyModelSpec(), family: str = HERMES
+) -> Path:
+    """Write the tiny model directory (see the module doc) to `out_dir` and return it.
+
+    `family` (one of chat_templates.FAMILIES) picks the chat template, its tool-call convention
+    and its tokens; the default, hermes, is Qwen2.5's ChatML."""
     if out_dir.exists() and not out_dir.is_dir():
         raise NotADirectoryError(f"the tiny model's output must be a directory, but {out_dir} is a file")
+    chat = chat_family(family)
+    smallest = BYTE_ALPHABET + len(chat.added_tokens)
+    if spec.vocab_size < smallest:
+        raise ValueError(
+            f"TinyModelSpec.vocab_size must be at least {smallest} for the {family} family (256 bytes "
+            f"and {len(chat.added_tokens)} added tokens), got {spec.vocab_size}"
+        )
     corpus = list(texts)
     if not any(text.strip() for text in corpus):
         raise ValueError("build_tiny_model needs corpus texts to train the tokenizer on; got none")
-    tokenizer = train_tokenizer(corpus, spec.vocab_size)
+    tokenizer = train_tokenizer(corpus, spec.vocab_size, family)
     vocab = tokenizer.get_vocab(with_added_tokens=True)
-    config = model_config(spec, len(vocab), vocab)
+    config = model_config(spec, len(vocab), vocab, family)
     weights = random_weights(config, spec.seed)
 
     ensure_private_dir(out_dir)
@@ -304,7 +317,7 @@ def build_tiny_model(out_dir: Path, texts: Iterable[str], spec: TinyModelSpec = 
     (out_dir / PRETRAINING_RECORD).unlink(missing_ok=True)  # the weights are random again
     write_bytes_atomic(out_dir / "model.safetensors", safetensors_bytes(weights))
     write_bytes_atomic(out_dir / "tokenizer.json", (tokenizer.to_str(pretty=True) + "\n").encode())
-    write_bytes_atomic(out_dir / "tokenizer_config.json", _json_bytes(tokenizer_config(spec)))
+    write_bytes_atomic(out_dir / "tokenizer_config.json", _json_bytes(tokenizer_config(spec, family)))
     return out_dir
 
 
@@ -346,6 +359,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             dest=field.name,
             help=f"{FLAG_HELP[field.name]} (default: %(default)s)",
         )
+    parser.add_argument(
+        "--family",
+        choices=sorted(FAMILIES),
+        default=HERMES,
+        help="chat template and tool-call convention (default: %(default)s)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -355,10 +374,12 @@ def run(args: argparse.Namespace) -> int:
     spec = TinyModelSpec(**{field.name: getattr(args, field.name) for field in fields(TinyModelSpec)})
     files = data_files(args.data)
     started = time.perf_counter()
-    out = build_tiny_model(args.out, corpus_texts(files), spec)
+    family = getattr(args, "family", HERMES)
+    out = build_tiny_model(args.out, corpus_texts(files), spec, family)
     config = json.loads((out / "config.json").read_text())
     print(f"built {out} in {time.perf_counter() - started:.1f}s from {len(files)} file(s)")
     print(f"  qwen2: {json.dumps(asdict(spec), sort_keys=True)}; tokenizer vocab {config['vocab_size']}")
+    print(f"  chat template: {family}")
     for name in FILES:
         print(f"  {name}: {(out / name).stat().st_size} bytes")
     return 0
