@@ -37,9 +37,8 @@ How an answer is read:
    `arguments`, inside `{"function": {...}}` or `{"type": "function", "function": {...}}`
    wrappers, `{"tool_calls": [...]}` or a list; `arguments` may be a JSON string (OpenAI). A call
    needs a non-empty string name and arguments that are, or decode to, an object; otherwise it is
-   dropped and `error` says why (when no call at all was read). An integer beyond 64 bits, which
-   canonical JSON (orjson) cannot write, is read as a float, as JSON readers of doubles do (a
-   model writing `22222...` for as long as it may would otherwise stop the scoring).
+   dropped and `error` says why (when no call at all was read). Numbers are kept as written (an
+   integer beyond 64 bits too: `schema.canonical_json` writes it).
 
 Flags, for telling a model that answers with a call right away from one that talks first:
 - `starts_with_json`: the text, after leading whitespace, starts with `{` or `[` then `{`, bare or
@@ -139,23 +138,6 @@ def _mlx_parsers() -> dict[str, tuple[str, str, Parser]]:
     return parsers
 
 
-_INT_RANGE = (-(2**63), 2**64 - 1)  # what orjson writes as an integer
-
-
-def _writable(value: Any) -> Any:
-    """`value` with integers beyond 64 bits as floats (inf past the float range)."""
-    if isinstance(value, dict):
-        return {key: _writable(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_writable(item) for item in value]
-    if isinstance(value, int) and not isinstance(value, bool) and not _INT_RANGE[0] <= value <= _INT_RANGE[1]:
-        try:
-            return float(value)
-        except OverflowError:
-            return float("inf") if value > 0 else float("-inf")
-    return value
-
-
 def _call(value: Any, convention: str) -> ParsedCall:
     """One call object, normalized; a ValueError says why it is not a call."""
     if not isinstance(value, dict):
@@ -174,7 +156,7 @@ def _call(value: Any, convention: str) -> ParsedCall:
             raise ValueError(f"the {key} of {name} are a string that is not JSON: {err}") from err
     if not isinstance(arguments, dict):
         raise ValueError(f"expected the {key} of {name} to be a JSON object, got {type(arguments).__name__}")
-    return ParsedCall(name, _writable(arguments), convention)
+    return ParsedCall(name, arguments, convention)
 
 
 def _calls(value: Any, convention: str) -> list[ParsedCall]:

@@ -494,7 +494,7 @@ def score_cases(
     """One eval_schema row per case: the parsed answer and its score."""
     rows = []
     for case, answer in zip(cases, answers, strict=True):
-        parsed = parse_answer(answer.text)
+        parsed = parse_answer(answer.text, case.tools)
         first = (parsed.calls[0].name, parsed.calls[0].arguments) if parsed.calls else None
         score = score_call(first, case.target_name, case.target_arguments, case.source)
         rows.append(
