@@ -31,7 +31,7 @@ from typing import Any, NamedTuple, cast
 
 from trajectory_pipeline import parallel
 from trajectory_pipeline.config import knob
-from trajectory_pipeline.ingest.formats import FORMATS, detect_source
+from trajectory_pipeline.ingest.formats import FORMATS
 from trajectory_pipeline.ingest.parsers.lines import MAX_LINE_BYTES, read_head
 from trajectory_pipeline.ingest.redact import Redactor
 from trajectory_pipeline.parquet_io import BatchWriter, SharedBudget
@@ -39,6 +39,7 @@ from trajectory_pipeline.schema import (
     EVENT_SCHEMA,
     EXCERPT_CHARS,
     QUARANTINE_SCHEMA,
+    REPAIR_REASONS,
     TEXT_CAP_CHARS,
     BadLine,
     Event,
@@ -76,6 +77,12 @@ STARTS_AFTER_DAY = "starts_after_day"
 WRONG_SOURCE_FOLDER = "wrong_source_folder"
 UNRECOGNIZED_FORMAT = "unrecognized_format"
 UNREADABLE_FILE = "unreadable_file"
+# A parser that raised past its own per-record guard: what it gave before stays, the rest of the
+# file is not read, and this row (line 0, the exception and the last line read) says so.
+PARSER_FAILED = "parser_failed"
+
+# The range of a Parquet int64 column: a value outside it would fail the whole day's write.
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -118,6 +125,8 @@ class IngestStats:
     redactions: Counter[str] = field(default_factory=Counter)
     truncated_texts: int = 0
     misassigned_files: list[str] = field(default_factory=list)
+    # Lines kept by mending them (a lone surrogate read as U+FFFD), by what was mended.
+    repaired: Counter[str] = field(default_factory=Counter)
 
     @property
     def sessions(self) -> int:
@@ -224,14 +233,22 @@ def _sniffed(placed_under: str, location: str, mtime_us: int, size: int) -> Cand
         head = read_head(path)
     except OSError as err:
         return _unreadable(placed_under, location, err)
-    if FORMATS[placed_under].sniff(path, head):
+    if _sniff(placed_under, path, head):
         return CandidateFile(placed_under, placed_under, location, mtime_us, size)
-    detected = detect_source(path, head)
+    detected = next((name for name in FORMATS if _sniff(name, path, head)), None)
     if detected is None:
         note = f"no parser recognizes this file (placed under the {placed_under} root)"
         return CandidateFile(placed_under, placed_under, location, mtime_us, size, UNRECOGNIZED_FORMAT, note)
     note = f"looks like {detected}, found under the {placed_under} root; parsed as {detected}"
     return CandidateFile(detected, placed_under, location, mtime_us, size, None, note)
+
+
+def _sniff(source: str, path: Path, head: bytes) -> bool:
+    """Whether the head looks like `source`'s format; a sniffer that fails on it says no."""
+    try:
+        return FORMATS[source].sniff(path, head)
+    except Exception:
+        return False
 
 
 def path_date(path: Path) -> dt.date | None:
@@ -273,7 +290,12 @@ def _verdicts(source: str, path: Path, mtime_us: int, first: int, last: int) -> 
         spans += [(PATH_DATE, lo, min(hi, d - 2)), (PATH_DATE, max(lo, d + 2), hi)]
         lo, hi = max(lo, d - 1), min(hi, d + 1)
     if lo <= hi:
-        earliest = FORMATS[source].earliest_start(path)
+        try:
+            earliest = FORMATS[source].earliest_start(path)
+        except OSError:
+            raise
+        except Exception:  # the head cannot bound the file: read it for every day (parsing reports it)
+            earliest = None
         if earliest is not None:
             spans.append((STARTS_AFTER_DAY, lo, min(hi, earliest // DAY_US - 1)))
             lo = max(lo, earliest // DAY_US)
@@ -302,6 +324,7 @@ class _Texts:
 _EVENT_FIELD = {name: i for i, name in enumerate(Event._fields)}
 _TEXT, _TEXT_TRUNCATED = _EVENT_FIELD["text"], _EVENT_FIELD["text_truncated"]
 _SOURCE_PATH, _REDACTIONS = _EVENT_FIELD["source_path"], _EVENT_FIELD["redactions"]
+_EXIT_CODE = _EVENT_FIELD["exit_code"]
 
 
 def _count_into(counts: Counter[str], found: dict[str, int]) -> int:
@@ -346,6 +369,9 @@ class _DayWriter:
         if item.source_path != shown_path:
             changed = changed or list(item)
             changed[_SOURCE_PATH] = shown_path
+        if item.exit_code is not None and not _INT64_MIN <= item.exit_code <= _INT64_MAX:
+            changed = changed or list(item)
+            changed[_EXIT_CODE] = None  # "Exit code 99999999999999999999": no status, and no failed day
         text = item.text if changed is None else changed[_TEXT]
         if text is not None and len(text) > TEXT_CAP_CHARS:
             changed = changed or list(item)
@@ -365,6 +391,9 @@ class _DayWriter:
         sessions.add(item.session_id)
 
     def add_bad_line(self, bad: BadLine, shown_path: str) -> None:
+        if bad.reason in REPAIR_REASONS:  # the line was kept: a repair to count, not a row
+            self.stats.repaired[bad.reason] += 1
+            return
         cleaned, found = self.redactor.redact(bad.excerpt)
         _count_into(self.stats.redactions, found)
         bad = bad._replace(excerpt=cleaned[:EXCERPT_CHARS], source_path=shown_path)
@@ -395,9 +424,11 @@ def _ingest_file(
             day_writer.stats.misassigned_files.append(f"{file.location}: {file.note}")
         if mtime_writer is not None:
             mtime_writer.add_bad_line(_file_level_bad_line(file, WRONG_SOURCE_FOLDER), shown_path)
+    last_line = 0
     try:
         for item in FORMATS[file.source].parse(file.path, max_line_bytes=max_line_bytes):
             start = item.session_start
+            last_line = item.line_no
             if isinstance(item, Event):
                 if start is not None and (writer := writers.get(start // DAY_US)) is not None:
                     writer.add_event(item, shown(item.source_path))
@@ -409,6 +440,12 @@ def _ingest_file(
         if mtime_writer is not None:
             failed = file._replace(note=f"{err.strerror} while reading {file.location}")
             mtime_writer.add_bad_line(_file_level_bad_line(failed, UNREADABLE_FILE), shown_path)
+    except Exception as err:  # a parser's own failure costs the rest of its file, never the run
+        if mtime_writer is not None:
+            note = f"{type(err).__name__}: {err} (after line {last_line}; the rest of the file is not read)"
+            mtime_writer.add_bad_line(
+                _file_level_bad_line(file._replace(note=note), PARSER_FAILED), shown_path
+            )
 
 
 @dataclass(frozen=True)
@@ -582,6 +619,7 @@ def _merge(into: IngestStats, found: IngestStats) -> None:
     into.redactions.update(found.redactions)
     into.truncated_texts += found.truncated_texts
     into.misassigned_files.extend(found.misassigned_files)
+    into.repaired.update(found.repaired)
 
 
 def ingest_day(

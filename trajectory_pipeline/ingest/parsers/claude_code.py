@@ -13,6 +13,9 @@ session named after the file. A session's start is its first timestamp in the fi
 that session (`<sessionId>.jsonl` beside it, or above a `subagents/` folder), so a
 sub-agent's events fall in the same daily partition as its parent's. Lacking that, it is
 the session's first timestamp in this file, and lacking any timestamp, the file's mtime.
+Only believed times count (`common.Clock`: from 2015 to a day after the file's last write):
+a line with another time (1970, epoch 0, the future) is kept untimed, with an
+`implausible_timestamp` row, so its session lands on a day that is ingested.
 
     from trajectory_pipeline.ingest.parsers import claude_code
     for item in claude_code.parse(Path("~/.claude/projects/-home-me-repo/<uuid>.jsonl").expanduser()):
@@ -32,16 +35,14 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from trajectory_pipeline.ingest.parsers.common import WrongFieldType, bad_record, new_event
+from trajectory_pipeline.ingest.parsers.common import Clock, WrongFieldType, bad_record, failure, new_event
 from trajectory_pipeline.ingest.parsers.lines import MAX_LINE_BYTES, JsonLine, file_mtime_us, read_json_lines
 from trajectory_pipeline.schema import (
     OVERSIZE_LINE,
     UNKNOWN_RECORD_TYPE,
-    WRONG_FIELD_TYPE,
     BadLine,
     Event,
     canonical_json,
-    parse_ts,
     repo_name,
 )
 
@@ -130,7 +131,7 @@ def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | 
     items = read_json_lines(path, SOURCE, max_line_bytes)
     head = list(itertools.islice(items, _HEAD_LINES))
     sessions = _Sessions(path, _first_timestamp_in_head(path, head, max_line_bytes))
-    carry = _Carry()
+    carry = _Carry(sessions.clock)
     source_path = str(path)
     seq = 0
     for item in itertools.chain(head, items):
@@ -139,19 +140,29 @@ def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | 
             yield item._replace(session_id=session_id, session_start=start)
             continue
         line_no, obj = item
-        session_id, start = sessions.advance(obj)
+        note: str | None = None
         try:
+            session_id, start = sessions.advance(obj)
             read = _read_line(obj, carry)
-        except WrongFieldType:
-            read, reason = None, WRONG_FIELD_TYPE
+        except Exception as err:  # whatever one line does, it costs that line alone
+            session_id, start = sessions.now()
+            read = None
+            reason, note = failure(err)
+            if isinstance(err, WrongFieldType):
+                note = None  # the excerpt is the line itself, as it always was
         else:
             reason = UNKNOWN_RECORD_TYPE  # when there are no rows: a type this parser does not know
         if read is None:
             yield bad_record(
-                SOURCE, source_path, line_no, reason, obj, session_id=session_id, session_start=start
+                SOURCE, source_path, line_no, reason, obj, note, session_id=session_id, session_start=start
             )
             continue
         line, rows = read
+        if carry.refused is not _NOTHING:  # a time not believed: the line is kept untimed, and said so
+            yield carry.clock.bad_row(
+                SOURCE, source_path, line_no, carry.refused, obj, session_id=session_id, session_start=start
+            )
+            carry.refused = _NOTHING
         ts, cwd, repo, git_branch, is_sidechain, agent_id, event_id, parent_id = line
         for row in rows:
             role, kind, text, model, tool_name, call_id, tool_input, is_error, exit_code, interrupted = row
@@ -229,6 +240,7 @@ class _Sessions:
     def __init__(self, path: Path, first: tuple[str | None, int | None] | None = None) -> None:
         """`first`: the file's first session and its first timestamp, when the caller has read them."""
         self._path = path
+        self.clock = Clock(path)
         first_id, first_ts = _first_timestamp_of(path, None) if first is None else first
         self._home = first_id if first_id is not None else path.stem
         self._starts: dict[str, int | None] = {self._home: _session_start(path, self._home, first_ts)}
@@ -249,7 +261,7 @@ class _Sessions:
             return self.now()
         self._current = session_id
         if session_id not in self._starts:
-            own = parse_ts(obj.get("timestamp"))
+            own = self.clock.believe(obj.get("timestamp"))
             if own is None:
                 own = _first_timestamp_of(self._path, session_id)[1]
             self._starts[session_id] = _session_start(self._path, session_id, own)
@@ -267,7 +279,7 @@ def _first_timestamp_of(path: Path, wanted: str | None) -> tuple[str | None, int
     Streams only as far as needed, which is a line or two for any real transcript.
     Returns the session id it looked for (None when the file names none) and the timestamp.
     """
-    found = _first_timestamp_in(read_json_lines(path, SOURCE, head_only=True), wanted)
+    found = _first_timestamp_in(read_json_lines(path, SOURCE, head_only=True), wanted, Clock(path))
     return found.session_id, found.ts
 
 
@@ -279,7 +291,7 @@ def _first_timestamp_in_head(
     They do unless the answer lies past them, or a line among them reads differently at the
     default cap `_first_timestamp_of` uses (one over the parse's cap).
     """
-    found = _first_timestamp_in(head, None)
+    found = _first_timestamp_in(head, None, Clock(path))
     if (
         (found.at_end and len(head) == _HEAD_LINES)
         or max_line_bytes > MAX_LINE_BYTES
@@ -295,7 +307,10 @@ class _FirstTimestamp(NamedTuple):
     at_end: bool  # decided by running out of lines, not by a line
 
 
-def _first_timestamp_in(items: Iterable[JsonLine | BadLine], wanted: str | None) -> _FirstTimestamp:
+def _first_timestamp_in(
+    items: Iterable[JsonLine | BadLine], wanted: str | None, clock: Clock
+) -> _FirstTimestamp:
+    """The first believed timestamp (`clock`) among the lines of session `wanted`."""
     first_session = wanted is None
     current: str | None = None
     early: int | None = None  # lines before any sessionId belong to the first session
@@ -303,7 +318,7 @@ def _first_timestamp_in(items: Iterable[JsonLine | BadLine], wanted: str | None)
         if isinstance(item, BadLine):
             continue
         session_id = _session_id(item.obj)
-        ts = parse_ts(item.obj.get("timestamp"))
+        ts = clock.believe(item.obj.get("timestamp"))
         if current is None and session_id is None:
             early = ts if early is None else early
             continue
@@ -374,13 +389,19 @@ def _stat_if_present(path: str) -> os.stat_result | None:
 # ---------------------------------------------------------------- lines
 
 
-class _Carry:
-    """Working folder and branch carried forward to lines that lack them (summaries)."""
+_NOTHING = object()  # no refused timestamp on the line being read
 
-    def __init__(self) -> None:
+
+class _Carry:
+    """Working folder and branch carried forward to lines that lack them (summaries), the file's
+    clock, and the timestamp of the line being read when the clock refused it."""
+
+    def __init__(self, clock: Clock) -> None:
         self.cwd: str | None = None
         self.repo: str | None = None
         self.git_branch: str | None = None
+        self.clock = clock
+        self.refused: object = _NOTHING
 
 
 # The fields a line gives all its events: ts, cwd, repo, git_branch, is_sidechain, agent_id,
@@ -443,8 +464,12 @@ def _line(obj: dict[str, Any], carry: _Carry) -> _Line:
         and (parent_id is None or isinstance(parent_id, str))
     ):
         _check_strings(obj, "sessionId", "agentId", "uuid", "parentUuid")
+    stamp = get("timestamp")
+    ts, implausible = carry.clock.read(stamp)
+    if implausible:
+        carry.refused = stamp
     return (
-        parse_ts(get("timestamp")),
+        ts,
         carry.cwd,
         carry.repo,
         carry.git_branch,
