@@ -273,6 +273,7 @@ def ingest(
         merged.rows += stats.rows
         merged.quarantined.update(stats.quarantined)
         merged.repaired.update(stats.repaired)
+        merged.duplicate_events += stats.duplicate_events
         merged.misassigned_files += stats.misassigned_files
         for source, ids in stats.sessions_by_source.items():
             merged.sessions_by_source.setdefault(source, set()).update(ids)
