@@ -12,11 +12,20 @@ One session per file. Lines are `{"timestamp", "type", "payload"}`; which become
   placeholder "[encrypted reasoning]"); function_call, custom_tool_call (apply_patch),
   local_shell_call, web_search_call and image_generation_call as tool calls; their
   outputs as tool results. ghost_snapshot (an undo checkpoint) gives no event.
-- `event_msg`: only `error` (kind error) and `turn_aborted` (an interrupted meta event)
-  become events. `exec_command_end` and `patch_apply_end` set the exit code / error flag
-  of the matching tool result. The rest (user_message, agent_message, agent_reasoning,
-  token_count, task_started...) repeat response items or are UI telemetry, and new
-  kinds appear with every release, so they are skipped rather than quarantined.
+- `event_msg`: `error` (kind error) and `turn_aborted` (an interrupted meta event) become
+  events. `exec_command_end` and `patch_apply_end` set the exit code / error flag of the
+  matching tool result. `user_message` repeats the user's prompt, which the response_item
+  user message also holds; but some rollouts (Codex Desktop's, among others) record a prompt
+  only there. So a `user_message` becomes the user message when no response_item user
+  message pairs with it: prompts and their echoes pair up, in either order, until the agent
+  next acts (a reasoning, a reply, a call), so no prompt is counted twice and none is lost.
+  The rest (agent_message, agent_reasoning, token_count, task_started...) repeat response
+  items or are UI telemetry, and new kinds appear with every release, so they are skipped
+  rather than quarantined.
+- Tool names: a function_call with a `namespace` (Codex Desktop's MCP tools: `"namespace":
+  "mcp__<server>__", "name": "js"`) is named as Claude Code names MCP tools,
+  `mcp__<server>__js`; the same server's tools stay apart from the built-in tools, and the
+  vocabulary keeps such a name as it is.
 - `compacted`: a meta event with the compaction summary.
 
 Times are believed only from 2015 to a day past the file's last write (`common.Clock`): the
@@ -85,6 +94,7 @@ PATH_DATED = True  # whether file paths carry the session's date
 
 
 ENCRYPTED_REASONING = "[encrypted reasoning]"
+IMAGE_PLACEHOLDER = "[image]"  # what content_text leaves for an image part
 
 _TOP_TYPES = ("session_meta", "turn_context", "response_item", "event_msg", "compacted")
 _HOLD_CAP = 256  # items held while a result waits for its exit code (real gaps: under 20 lines)
@@ -337,6 +347,10 @@ class _Rollout:
         self.seq = 0
         self.seen_meta = False
         self.call_names: dict[str, str] = {}
+        # Prompts given as response_item user messages, and as event_msg user_message echoes, that
+        # the other has not paired with yet; both reset when the agent acts (see the docstring).
+        self._unechoed_prompts = 0
+        self._prompts_from_echoes = 0
         self.early_outcomes: dict[str, _Outcome] = {}  # exits reported before their result
         self.hold = _Holdback()
 
@@ -384,6 +398,8 @@ class _Rollout:
         wait_for: str | None = None,
     ) -> None:
         """Emit an event timed by `stamp`, a line's raw `timestamp` (read only for lines that emit)."""
+        if role in ("assistant", "tool"):  # the agent acts: the prompt before it is settled
+            self._unechoed_prompts = self._prompts_from_echoes = 0
         ts, implausible = self.clock.read(stamp)
         new = new_event(
             (
@@ -485,6 +501,22 @@ class _Rollout:
         elif kind == "turn_aborted":
             reason = get_str(payload, "reason", "payload.") or "unknown"
             self._emit(line_no, stamp, "system", "meta", f"turn aborted: {reason}", interrupted=True)
+        elif kind == "user_message":
+            self._user_message(line_no, stamp, payload)
+
+    def _user_message(self, line_no: int, stamp: object, payload: dict[str, Any]) -> None:
+        """A prompt's echo: the user message itself when no response_item message pairs with it."""
+        text = get_str(payload, "message", "payload.")
+        images = sum(len(get_list(payload, key, "payload.") or ()) for key in ("images", "local_images"))
+        if images:
+            text = "\n".join([*([text] if text else []), *[IMAGE_PLACEHOLDER] * images])
+        if not text or _is_injected_context(text):
+            return
+        if self._unechoed_prompts:
+            self._unechoed_prompts -= 1  # the response_item gave this prompt already
+            return
+        self._prompts_from_echoes += 1
+        self._emit(line_no, stamp, "user", "message", text)
 
     def compacted(self, line_no: int, stamp: object, payload: dict[str, Any]) -> None:
         text = get_str(payload, "message", "payload.")
@@ -496,6 +528,10 @@ class _Rollout:
         role = get_str(payload, "role", "payload.")
         text = content_text(payload.get("content"), "payload.content")
         if role == "user" and not _is_injected_context(text):
+            if self._prompts_from_echoes:  # its event_msg echo came first and gave it
+                self._prompts_from_echoes -= 1
+                return
+            self._unechoed_prompts += 1
             self._emit(line_no, stamp, "user", "message", text)
         elif role == "assistant":
             self._emit(line_no, stamp, "assistant", "message", text)
@@ -576,6 +612,7 @@ class _Rollout:
         name = get_str(payload, "name", "payload.")
         if name is None:
             raise WrongFieldType("payload.name", "a string", None)
+        name = qualified_name(get_str(payload, "namespace", "payload."), name)
         call_id = get_str(payload, "call_id", "payload.")
         if call_id is not None:
             _remember(self.call_names, call_id, name)
@@ -602,6 +639,17 @@ class _Rollout:
             self.cwd = cwd
             self.repo = repo_name(cwd, self.remote_url)
             self._repo_remote = self.remote_url
+
+
+def qualified_name(namespace: str | None, name: str) -> str:
+    """A namespaced tool's full name, as Claude Code names MCP tools: `mcp__<server>__<tool>`.
+
+    Codex Desktop writes the namespace as `mcp__<server>__` (or `mcp__<server>`); a name that
+    already carries its namespace is kept as it is.
+    """
+    if not namespace or name.startswith(namespace):
+        return name
+    return namespace + name if namespace.endswith("__") else f"{namespace}__{name}"
 
 
 # Plain substring tests first: most headers hold neither, and a regex search through one costs more.
