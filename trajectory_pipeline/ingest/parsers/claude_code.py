@@ -4,7 +4,9 @@ Handles every shape seen from Claude Code 1.0.89 to 2.1.39: `message.content` as
 or a list of text / thinking / tool_use / tool_result / image blocks, `system` lines with
 and without `subtype`, `summary` lines, compaction summaries, slash-command and caveat
 lines, interruptions, and sub-agent files in both layouts (`<session>/subagents/agent-<id>.jsonl`
-and the older `agent-<8hex>.jsonl` beside the session file).
+and the older `agent-<8hex>.jsonl` beside the session file), and 2.x hook refusals (a
+PreToolUse hook blocking a call: its `hook_blocking_error` attachment or system line becomes
+a meta event carrying the refused call's id, see "hook refusals" below).
 
 Sessions. A line belongs to the session named by its `sessionId`; a line without one
 (`summary`, `file-history-snapshot`) belongs to the session of the line before it, or to
@@ -402,6 +404,8 @@ class _Carry:
         self.git_branch: str | None = None
         self.clock = clock
         self.refused: object = _NOTHING
+        # PreToolUse hooks seen running (hook_progress lines) for a call id: (hook name, command).
+        self.pre_tool_hooks: dict[str, list[tuple[str, str]]] = {}
 
 
 # The fields a line gives all its events: ts, cwd, repo, git_branch, is_sidechain, agent_id,
@@ -428,12 +432,16 @@ def _read_line(obj: dict[str, Any], carry: _Carry) -> tuple[_Line, list[_Row]] |
     if not isinstance(kind, str):
         return None
     if kind in BOOKKEEPING_TYPES:
+        if kind == "progress":
+            _note_pre_tool_hook(obj, carry)
         return _NO_LINE, []
     handler = _HANDLERS.get(kind)
     if handler is None:
         return None
     line = _line(obj, carry)
     rows = handler(obj)
+    if carry.pre_tool_hooks and kind == "user":
+        rows = _with_hook_notices(rows, carry)
     if kind == "summary":
         # A summary titles the conversation that ends at `leafUuid`, often in another file.
         line = (*line[:7], _optional_str(obj, "leafUuid"))
@@ -541,6 +549,8 @@ def _system_fields(obj: dict[str, Any]) -> list[_Row]:
     level = _optional_str(obj, "level")
     is_error = level in _ERROR_LEVELS or (subtype is not None and "error" in subtype)
     text = _ANSI.sub("", content) if content is not None else f"[{subtype or 'system'}]"
+    if content is not None and _HOOK_REFUSAL.match(text):  # a hook refused a call: not an error
+        return [_notice_row(text, _optional_str(obj, "toolUseID"))]
     return [_text_row("system", "error" if is_error else "meta", text)]
 
 
@@ -556,11 +566,102 @@ def _attachment_fields(obj: dict[str, Any]) -> list[_Row]:
     if kind == "queued_command" and isinstance(prompt, str):
         meta = attachment.get("isMeta") is True or attachment.get("commandMode") == "task-notification"
         return [_user_text(prompt, meta)]
+    hook = _hook_notice(attachment, kind)
+    if hook is not None:
+        call_id = _optional_str(attachment, "toolUseID") or _optional_str(obj, "toolUseID")
+        return [_notice_row(hook, call_id)]
     content = attachment.get("content")
     if isinstance(content, list) and all(isinstance(part, str) for part in content):
         content = "\n".join(content)
     text = content if isinstance(content, str) else f"[{kind}]"
     return [_text_row("system", "meta", text)]
+
+
+# ---------------------------------------------------------------- hook refusals
+#
+# Claude Code 2.x runs PreToolUse hooks before a call (a `progress` line of data.type
+# hook_progress, hookEvent PreToolUse, per hook); a hook that blocks it (exit code 2, or a "deny"
+# decision) leaves a `hook_blocking_error` attachment (hookName "PreToolUse:<Tool>", toolUseID,
+# blockingError {blockingError: "[<command>]: <stderr>", command}), which the model reads as
+# "PreToolUse:<Tool> hook blocking error from command: ...", and the call's tool_result is the
+# refusal ("PreToolUse:<Tool> hook error: [<command>]: <stderr>", is_error). Mining tells a guard
+# denial from an error by the result's text (`mining.attempts.is_guard_denial`) and by a notice
+# event naming the call: the attachment or system line becomes a system meta event whose
+# tool_call_id is the refused call's, and a failed result that opens with a PreToolUse hook's
+# `[<command>]` (the hook having been seen running for that call) gets such a notice before it.
+
+_HOOK_REFUSAL = re.compile(
+    r"(?:<system-reminder>\s*)?PreToolUse(?::\S*)? hook (?:blocking error|error|stopped continuation)"
+    r"|Execution stopped by PreToolUse hook",
+    re.IGNORECASE,
+)
+_HOOK_MEMORY = 1024  # calls whose PreToolUse hooks are remembered
+
+
+def _notice_row(text: str, call_id: str | None) -> _Row:
+    return ("system", "meta", text, None, None, call_id, None, None, None, False)
+
+
+def _hook_notice(attachment: dict[str, Any], kind: str) -> str | None:
+    """The text Claude Code shows the model for a hook's blocking attachment, else None."""
+    name = attachment.get("hookName")
+    name = name if isinstance(name, str) and name else attachment.get("hookEvent")
+    if not isinstance(name, str):
+        return None
+    if kind == "hook_blocking_error":
+        blocking = attachment.get("blockingError")
+        blocking = blocking if isinstance(blocking, dict) else {}
+        command, error = blocking.get("command"), blocking.get("blockingError")
+        return f'{name} hook blocking error from command: "{_as_str(command)}": {_as_str(error)}'
+    if kind == "hook_stopped_continuation":
+        return f"{name} hook stopped continuation: {_as_str(attachment.get('message'))}"
+    if kind == "hook_permission_decision" and attachment.get("decision") in ("deny", "block"):
+        reason = attachment.get("reason") or attachment.get("message")
+        return f"{name} hook blocking error from command: {_as_str(reason)}"
+    return None
+
+
+def _as_str(value: object) -> str:
+    return value if isinstance(value, str) else "" if value is None else canonical_json(value)
+
+
+def _note_pre_tool_hook(obj: dict[str, Any], carry: _Carry) -> None:
+    """Remember a PreToolUse hook seen running for a call (a hook_progress line)."""
+    data = obj.get("data")
+    if (
+        not isinstance(data, dict)
+        or data.get("type") != "hook_progress"
+        or data.get("hookEvent") != "PreToolUse"
+    ):
+        return
+    call_id, command = obj.get("toolUseID"), data.get("command")
+    if not isinstance(call_id, str) or not isinstance(command, str):
+        return
+    name = data.get("hookName")
+    hooks = carry.pre_tool_hooks.setdefault(call_id, [])
+    hooks.append((name if isinstance(name, str) else "PreToolUse", command))
+    if len(carry.pre_tool_hooks) > _HOOK_MEMORY:
+        del carry.pre_tool_hooks[next(iter(carry.pre_tool_hooks))]
+
+
+def _with_hook_notices(rows: list[_Row], carry: _Carry) -> list[_Row]:
+    """The rows, with a refusal notice before a failed result whose text is the blocking error of a
+    PreToolUse hook seen running for its call (`[<command>]: <stderr>`), when the text does not say
+    so itself."""
+    out: list[_Row] = []
+    for row in rows:
+        call_id, text = row[5], row[2]
+        hooks = carry.pre_tool_hooks.pop(call_id, None) if row[1] == "tool_result" and call_id else None
+        if hooks and row[7] and text:
+            opening = text.lstrip().removeprefix("<tool_use_error>").lstrip().removeprefix("Error:").lstrip()
+            for name, command in hooks or ():
+                if opening.startswith(f"[{command}]") and not _HOOK_REFUSAL.match(opening):
+                    out.append(
+                        _notice_row(f'{name} hook blocking error from command: "{command}": {text}', call_id)
+                    )
+                    break
+        out.append(row)
+    return out
 
 
 _HANDLERS: dict[str, Callable[[dict[str, Any]], list[_Row]]] = {
