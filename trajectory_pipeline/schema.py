@@ -296,12 +296,55 @@ def excerpt(raw: bytes | str, limit: int = RAW_EXCERPT_CHARS) -> str:
     return raw[:limit].replace("\x00", "\\x00")
 
 
-def repo_name(cwd: str | None, remote_url: str | None = None) -> str | None:
-    """A short repository name: from the git remote when known, else the working folder's name."""
-    for candidate in (remote_url, cwd):
-        if candidate:
-            name = candidate.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
-            name = name.removesuffix(".git")
-            if name:
-                return name
-    return None
+def repo_name(cwd: str | None, remote_url: str | None = None, git_branch: str | None = None) -> str | None:
+    """A short repository name: from the git remote when known, else from the working folder.
+
+    The folder's name, except where it is not the repository's:
+    - a home folder itself (`/home/<name>`, `/Users/<name>`, `C:\\Users\\<name>`, `/root`): no repo,
+      not the login name;
+    - a git worktree: `<repo>/.claude/worktrees/<name>` and `<repo>/.worktrees/<name>` (Claude Code
+      and others put them inside the repository), `<repo>-worktrees/<name>` beside it, and a folder
+      named `<repo>-<branch>` (`myrepo-feature-x` on branch `feature/x`) give `<repo>`.
+    """
+    if remote_url:
+        name = _last_part(remote_url.rstrip("/\\").rsplit(":", 1)[-1]).removesuffix(".git")
+        if name:
+            return name
+    if not cwd:
+        return None
+    parts = [part for part in cwd.replace("\\", "/").split("/") if part]
+    if not parts or _is_home(parts):
+        return None
+    for i in range(len(parts) - 2, 0, -1):  # a worktree kept inside its repository
+        if parts[i] == "worktrees" and parts[i - 1] == ".claude" and i >= 2:
+            return parts[i - 2]
+        if parts[i] == ".worktrees":
+            return parts[i - 1]
+    leaf = parts[-1]
+    if len(parts) >= 2:
+        parent = parts[-2]
+        for suffix in ("-worktrees", "_worktrees", ".worktrees"):
+            if parent.endswith(suffix) and len(parent) > len(suffix):
+                return parent[: -len(suffix)]
+    if git_branch:
+        slug = git_branch.strip().replace("/", "-")
+        for separator in ("-", "_", "."):
+            if slug and leaf.endswith(separator + slug) and len(leaf) > len(slug) + 1:
+                return leaf[: -len(slug) - 1]
+    return leaf
+
+
+def _last_part(text: str) -> str:
+    return text.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+_HOMES = ("home", "Users", "users")
+
+
+def _is_home(parts: list[str]) -> bool:
+    """Whether the path's parts are a home folder itself (`/home/<name>`, `C:/Users/<name>`, `/root`)."""
+    if parts[0].endswith(":"):  # a Windows drive
+        parts = parts[1:]
+    if parts in (["root"], ["var", "root"]):
+        return True
+    return len(parts) == 2 and parts[0] in _HOMES

@@ -455,8 +455,8 @@ def _line(obj: dict[str, Any], carry: _Carry) -> _Line:
     if not ((cwd is None or isinstance(cwd, str)) and (branch is None or isinstance(branch, str))):
         _check_strings(obj, "cwd", "gitBranch")
     if cwd:
-        if cwd != carry.cwd:
-            carry.cwd, carry.repo = cwd, repo_name(cwd)
+        if cwd != carry.cwd or (branch or None) != carry.git_branch:
+            carry.cwd, carry.repo = cwd, repo_name(cwd, None, branch)
         carry.git_branch = branch or None
     # sessionId is checked here: _Sessions reads it leniently.
     session_id, agent_id, event_id, parent_id = (

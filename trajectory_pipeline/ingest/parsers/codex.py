@@ -342,7 +342,7 @@ class _Rollout:
         self.git_branch = head.git_branch
         self.model = head.model
         self.cwd = head.cwd
-        self.repo = repo_name(head.cwd, head.remote_url)
+        self.repo = repo_name(head.cwd, head.remote_url, head.git_branch)
         self._repo_remote = head.remote_url  # the remote `repo` was named with
         self.seq = 0
         self.seen_meta = False
@@ -637,7 +637,7 @@ class _Rollout:
     def _set_cwd(self, cwd: str | None) -> None:
         if cwd and (cwd != self.cwd or self.remote_url != self._repo_remote):  # else the repo stands
             self.cwd = cwd
-            self.repo = repo_name(cwd, self.remote_url)
+            self.repo = repo_name(cwd, self.remote_url, self.git_branch)
             self._repo_remote = self.remote_url
 
 
