@@ -3,7 +3,9 @@
 One `Event` is one thing that happened in a session (a message, a tool call,
 its result, an error...). Parsers build them with `event(...)`, which applies
 the shared text cap, so every source behaves the same. `BadLine` is a line
-that could not be read: it goes to the quarantine table, never silently away.
+that could not be read: it goes to the quarantine table, never silently away
+(one whose reason is in REPAIR_REASONS reports a line kept by mending it instead,
+and is counted, not written).
 
     from trajectory_pipeline.schema import EVENT_SCHEMA, event
 """
@@ -249,14 +251,6 @@ def parse_ts(value: object) -> int | None:
     except OverflowError:  # year 1 with a positive offset
         return None
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-def is_time_value(value: object) -> bool:
-    """Whether a field's value is meant as a time (a number or a non-blank string), whether or not
-    it reads as one: a number parse_ts refuses is a time out of range, not a missing one."""
-    if isinstance(value, bool):
-        return False
-    return isinstance(value, int | float) or (isinstance(value, str) and bool(value.strip()))
 
 
 def ts_to_datetime(micros: int) -> dt.datetime:
