@@ -146,6 +146,8 @@ def events_metadata(stats: IngestStats, spooled: SpooledParquet) -> dict[str, An
         "redactions": stats.redactions.total(),
         "redactions_by_kind": counter_md(stats.redactions, ("kind", "count")),
         "truncated_texts": stats.truncated_texts,
+        "repaired_lines_by_reason": counter_md(stats.repaired, ("repair", "lines")),
+        "duplicate_events_skipped": stats.duplicate_events,
         "misassigned_files": dg.MetadataValue.json(stats.misassigned_files),
         "preview": _preview(spooled, PREVIEW_COLUMNS),
     }

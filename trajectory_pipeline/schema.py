@@ -3,7 +3,9 @@
 One `Event` is one thing that happened in a session (a message, a tool call,
 its result, an error...). Parsers build them with `event(...)`, which applies
 the shared text cap, so every source behaves the same. `BadLine` is a line
-that could not be read: it goes to the quarantine table, never silently away.
+that could not be read: it goes to the quarantine table, never silently away
+(one whose reason is in REPAIR_REASONS reports a line kept by mending it instead,
+and is counted, not written).
 
     from trajectory_pipeline.schema import EVENT_SCHEMA, event
 """
@@ -86,6 +88,21 @@ BINARY_JUNK = "binary_junk"
 # Reasons of whole-file formats (Gemini CLI, SWE-agent), where the file is one record.
 FILE_TOO_LARGE = "file_too_large"
 TRUNCATED_FILE = "truncated_file"  # the document stops early: a file caught mid-write
+# A record the parser failed on in a way no other reason names (any exception while reading it):
+# the excerpt starts with the exception's type and message; the rest of the file still loads.
+UNREADABLE_RECORD = "unreadable_record"
+TOO_DEEP = "too_deep"  # a value nested past MAX_JSON_DEPTH levels (a tool input, mostly)
+# A time outside [EARLIEST_PLAUSIBLE_TS, the file's mtime + a day], or not representable: the
+# line's events are kept, untimed, and its session starts at its first plausible time.
+IMPLAUSIBLE_TIMESTAMP = "implausible_timestamp"
+# The same session read from another file before this one (a copy in another folder, a renamed
+# copy): this file's events that repeat it are skipped, and the row names both files.
+DUPLICATE_SESSION = "duplicate_session"
+
+# Not quarantine reasons: repairs. A parser reports one as a BadLine with one of these reasons
+# when it kept a line by mending it; ingestion counts it (IngestStats.repaired) and writes no row.
+LONE_SURROGATE = "lone_surrogate"  # half a UTF-16 pair (the escape `\\ud83d`), read as U+FFFD
+REPAIR_REASONS = frozenset({LONE_SURROGATE})
 
 EXCERPT_CHARS = 200  # what the quarantine table keeps, after redaction
 RAW_EXCERPT_CHARS = 2_000  # what parsers keep, so redaction sees a secret that crosses the cut
@@ -143,15 +160,52 @@ assert tuple(QUARANTINE_SCHEMA.names) == BadLine._fields
 _CANONICAL = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
 _dumps = orjson.dumps  # bound once, like the option: every tool call's arguments come through here
 
+# orjson serializes up to 254 levels of nesting; a tool input nested deeper is refused, not
+# serialized by recursion that a thousand levels would take past Python's stack.
+MAX_JSON_DEPTH = 254
+
+
+class TooDeepError(ValueError):
+    """A value nested past MAX_JSON_DEPTH levels: the record holding it is quarantined (`too_deep`)."""
+
+    reason = TOO_DEEP
+
 
 def canonical_json(value: Any) -> str:
-    """Sorted keys, compact separators, UTF-8: the same input always gives the same string."""
+    """Sorted keys, compact separators, UTF-8: the same input always gives the same string.
+
+    Raises TooDeepError for a value nested past MAX_JSON_DEPTH levels.
+    """
     try:
         return _dumps(value, option=_CANONICAL).decode()
-    except TypeError:
-        # orjson refuses integers beyond 64 bits (a model's answer can hold one); the standard
-        # library writes them, with the same separators and key order
+    except orjson.JSONEncodeError:
+        depth = json_depth(value, MAX_JSON_DEPTH + 1)
+        if depth > MAX_JSON_DEPTH:
+            raise TooDeepError(f"nested more than {MAX_JSON_DEPTH} levels deep") from None
+        # Not nesting: an integer past 64 bits, say. The standard library writes what orjson will not.
         return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def json_depth(value: Any, limit: int) -> int:
+    """How deeply lists and dicts nest in `value` (a scalar is 0), counted without recursion and
+    only up to `limit`: a million levels cost no more than `limit`."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        depth += 1
+        if depth > deepest:
+            deepest = depth
+            if deepest >= limit:
+                return deepest
+        stack.extend((child, depth) for child in children)
+    return deepest
 
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -159,20 +213,32 @@ _NAIVE_EPOCH = dt.datetime(1970, 1, 1)
 # Bound once: looking it up through the module and the class took a tenth of each call.
 _fromisoformat = dt.datetime.fromisoformat
 
+# The times a timestamp column can hold and a day key can be made of: years 1 to 9999, as ISO
+# strings give. An epoch number outside them (1e20, 1e308) is no time: parse_ts gives None.
+_MIN_SECONDS = (dt.datetime(1, 1, 1, tzinfo=dt.UTC) - _EPOCH).total_seconds()
+_MAX_SECONDS = (dt.datetime(9999, 12, 31, 23, 59, 59, tzinfo=dt.UTC) - _EPOCH).total_seconds()
+# Sessions cannot start before this: a 1970 or epoch-0 time is a clock that was not set.
+EARLIEST_PLAUSIBLE_TS = 1_420_070_400_000_000  # 2015-01-01T00:00:00Z
+
 
 def parse_ts(value: object) -> int | None:
     """Microseconds since the epoch (UTC) from an ISO-8601 string or epoch seconds/ms.
 
-    Naive ISO strings are read as UTC. Returns None for anything unreadable, so a
-    bad timestamp costs one field, not the row.
+    Naive ISO strings are read as UTC. Returns None for anything unreadable, or outside years
+    1 to 9999, so a bad timestamp costs one field, not the row; it never raises.
     """
     if type(value) is not str:  # strings first: nearly every call has one
         if value is None or isinstance(value, bool):
             return None
         if isinstance(value, int | float):
-            seconds = float(value)
+            try:
+                seconds = float(value)
+            except OverflowError:  # an integer past a float's range
+                return None
             if seconds > 1e11:  # epoch milliseconds
                 seconds /= 1000.0
+            if not _MIN_SECONDS <= seconds <= _MAX_SECONDS:  # NaN fails both tests too
+                return None
             return round(seconds * 1_000_000)
         if not isinstance(value, str):
             return None
@@ -180,7 +246,10 @@ def parse_ts(value: object) -> int | None:
         parsed = _fromisoformat(value)
     except ValueError:
         return None
-    delta = parsed - (_EPOCH if parsed.tzinfo is not None else _NAIVE_EPOCH)
+    try:
+        delta = parsed - (_EPOCH if parsed.tzinfo is not None else _NAIVE_EPOCH)
+    except OverflowError:  # year 1 with a positive offset
+        return None
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
@@ -221,12 +290,55 @@ def excerpt(raw: bytes | str, limit: int = RAW_EXCERPT_CHARS) -> str:
     return raw[:limit].replace("\x00", "\\x00")
 
 
-def repo_name(cwd: str | None, remote_url: str | None = None) -> str | None:
-    """A short repository name: from the git remote when known, else the working folder's name."""
-    for candidate in (remote_url, cwd):
-        if candidate:
-            name = candidate.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
-            name = name.removesuffix(".git")
-            if name:
-                return name
-    return None
+def repo_name(cwd: str | None, remote_url: str | None = None, git_branch: str | None = None) -> str | None:
+    """A short repository name: from the git remote when known, else from the working folder.
+
+    The folder's name, except where it is not the repository's:
+    - a home folder itself (`/home/<name>`, `/Users/<name>`, `C:\\Users\\<name>`, `/root`): no repo,
+      not the login name;
+    - a git worktree: `<repo>/.claude/worktrees/<name>` and `<repo>/.worktrees/<name>` (Claude Code
+      and others put them inside the repository), `<repo>-worktrees/<name>` beside it, and a folder
+      named `<repo>-<branch>` (`myrepo-feature-x` on branch `feature/x`) give `<repo>`.
+    """
+    if remote_url:
+        name = _last_part(remote_url.rstrip("/\\").rsplit(":", 1)[-1]).removesuffix(".git")
+        if name:
+            return name
+    if not cwd:
+        return None
+    parts = [part for part in cwd.replace("\\", "/").split("/") if part]
+    if not parts or _is_home(parts):
+        return None
+    for i in range(len(parts) - 2, 0, -1):  # a worktree kept inside its repository
+        if parts[i] == "worktrees" and parts[i - 1] == ".claude" and i >= 2:
+            return parts[i - 2]
+        if parts[i] == ".worktrees":
+            return parts[i - 1]
+    leaf = parts[-1]
+    if len(parts) >= 2:
+        parent = parts[-2]
+        for suffix in ("-worktrees", "_worktrees", ".worktrees"):
+            if parent.endswith(suffix) and len(parent) > len(suffix):
+                return parent[: -len(suffix)]
+    if git_branch:
+        slug = git_branch.strip().replace("/", "-")
+        for separator in ("-", "_", "."):
+            if slug and leaf.endswith(separator + slug) and len(leaf) > len(slug) + 1:
+                return leaf[: -len(slug) - 1]
+    return leaf
+
+
+def _last_part(text: str) -> str:
+    return text.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+_HOMES = ("home", "Users", "users")
+
+
+def _is_home(parts: list[str]) -> bool:
+    """Whether the path's parts are a home folder itself (`/home/<name>`, `C:/Users/<name>`, `/root`)."""
+    if parts[0].endswith(":"):  # a Windows drive
+        parts = parts[1:]
+    if parts in (["root"], ["var", "root"]):
+        return True
+    return len(parts) == 2 and parts[0] in _HOMES

@@ -8,6 +8,13 @@ texts redacted, and written in batches, so memory stays flat. A range of days
 reads each file once for all the days it can hold, in chunks of days that can
 run in worker processes; each day's files are the same as ingesting it alone.
 
+A session is written once however many copies of its file there are (`_Copies`: the same file in
+two folders, a renamed copy, an older backup): a day reads its files in path order, and the
+events of a later copy that repeat what an earlier one gave are skipped, counted
+(`IngestStats.duplicate_events`) and reported by one `duplicate_session` row per copy naming
+both files. A file found under another format's root is parsed by its own format and reported
+(`wrong_source_folder`, and `misassigned_files`, its path redacted) on its first session's day.
+
     stats = ingest_day(roots, datetime.date(2026, 11, 20), events_path, quarantine_path)
     by_day = ingest_days(roots, {day: (events_path, quarantine_path), ...}, workers=2)
 """
@@ -31,14 +38,16 @@ from typing import Any, NamedTuple, cast
 
 from trajectory_pipeline import parallel
 from trajectory_pipeline.config import knob
-from trajectory_pipeline.ingest.formats import FORMATS, detect_source
+from trajectory_pipeline.ingest.formats import FORMATS
 from trajectory_pipeline.ingest.parsers.lines import MAX_LINE_BYTES, read_head
 from trajectory_pipeline.ingest.redact import Redactor
 from trajectory_pipeline.parquet_io import BatchWriter, SharedBudget
 from trajectory_pipeline.schema import (
+    DUPLICATE_SESSION,
     EVENT_SCHEMA,
     EXCERPT_CHARS,
     QUARANTINE_SCHEMA,
+    REPAIR_REASONS,
     TEXT_CAP_CHARS,
     BadLine,
     Event,
@@ -76,6 +85,12 @@ STARTS_AFTER_DAY = "starts_after_day"
 WRONG_SOURCE_FOLDER = "wrong_source_folder"
 UNRECOGNIZED_FORMAT = "unrecognized_format"
 UNREADABLE_FILE = "unreadable_file"
+# A parser that raised past its own per-record guard: what it gave before stays, the rest of the
+# file is not read, and this row (line 0, the exception and the last line read) says so.
+PARSER_FAILED = "parser_failed"
+
+# The range of a Parquet int64 column: a value outside it would fail the whole day's write.
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -118,6 +133,10 @@ class IngestStats:
     redactions: Counter[str] = field(default_factory=Counter)
     truncated_texts: int = 0
     misassigned_files: list[str] = field(default_factory=list)
+    # Lines kept by mending them (a lone surrogate read as U+FFFD), by what was mended.
+    repaired: Counter[str] = field(default_factory=Counter)
+    # Events not written because another copy of their session's file gave them (duplicate_session).
+    duplicate_events: int = 0
 
     @property
     def sessions(self) -> int:
@@ -224,14 +243,22 @@ def _sniffed(placed_under: str, location: str, mtime_us: int, size: int) -> Cand
         head = read_head(path)
     except OSError as err:
         return _unreadable(placed_under, location, err)
-    if FORMATS[placed_under].sniff(path, head):
+    if _sniff(placed_under, path, head):
         return CandidateFile(placed_under, placed_under, location, mtime_us, size)
-    detected = detect_source(path, head)
+    detected = next((name for name in FORMATS if _sniff(name, path, head)), None)
     if detected is None:
         note = f"no parser recognizes this file (placed under the {placed_under} root)"
         return CandidateFile(placed_under, placed_under, location, mtime_us, size, UNRECOGNIZED_FORMAT, note)
     note = f"looks like {detected}, found under the {placed_under} root; parsed as {detected}"
     return CandidateFile(detected, placed_under, location, mtime_us, size, None, note)
+
+
+def _sniff(source: str, path: Path, head: bytes) -> bool:
+    """Whether the head looks like `source`'s format; a sniffer that fails on it says no."""
+    try:
+        return FORMATS[source].sniff(path, head)
+    except Exception:
+        return False
 
 
 def path_date(path: Path) -> dt.date | None:
@@ -273,7 +300,12 @@ def _verdicts(source: str, path: Path, mtime_us: int, first: int, last: int) -> 
         spans += [(PATH_DATE, lo, min(hi, d - 2)), (PATH_DATE, max(lo, d + 2), hi)]
         lo, hi = max(lo, d - 1), min(hi, d + 1)
     if lo <= hi:
-        earliest = FORMATS[source].earliest_start(path)
+        try:
+            earliest = FORMATS[source].earliest_start(path)
+        except OSError:
+            raise
+        except Exception:  # the head cannot bound the file: read it for every day (parsing reports it)
+            earliest = None
         if earliest is not None:
             spans.append((STARTS_AFTER_DAY, lo, min(hi, earliest // DAY_US - 1)))
             lo = max(lo, earliest // DAY_US)
@@ -302,6 +334,7 @@ class _Texts:
 _EVENT_FIELD = {name: i for i, name in enumerate(Event._fields)}
 _TEXT, _TEXT_TRUNCATED = _EVENT_FIELD["text"], _EVENT_FIELD["text_truncated"]
 _SOURCE_PATH, _REDACTIONS = _EVENT_FIELD["source_path"], _EVENT_FIELD["redactions"]
+_EXIT_CODE = _EVENT_FIELD["exit_code"]
 
 
 def _count_into(counts: Counter[str], found: dict[str, int]) -> int:
@@ -323,6 +356,9 @@ class _DayWriter:
         self.redactor = texts.redactor
         self.texts = texts
         self.stats = IngestStats(day.isoformat())
+        self._copies: dict[tuple[str, str], _Copies] = {}  # by (source, session_id)
+        self._file = -1  # which file (in reading order) the events now added come from
+        self._shown_path = ""
         # The working folder repeats across a file's events: its redaction is remembered.
         self._redacted_fields = (
             (_TEXT, self.redactor.redact),
@@ -330,9 +366,46 @@ class _DayWriter:
             (_EVENT_FIELD["cwd"], texts.redact),
         )
 
+    def begin_file(self, shown_path: str) -> None:
+        """The events added next come from this file (files come in listing order)."""
+        self._file += 1
+        self._shown_path = shown_path
+
+    def _copied(self, item: Event) -> bool:
+        """Whether the event repeats its session as another file gave it (see `_Copies`): it is then
+        counted, reported once per file and session as `duplicate_session`, and not written."""
+        key = (item.source, item.session_id)
+        copies = self._copies.get(key)
+        if copies is None:
+            copies = self._copies[key] = _Copies(self._file, self._shown_path)
+        if not copies.repeats(item, self._file):
+            return False
+        self.stats.duplicate_events += 1
+        if self._file not in copies.reported:
+            copies.reported.add(self._file)
+            # The kept file first: the excerpt is cut to EXCERPT_CHARS, and this row names the copy.
+            note = (
+                f"{copies.first_path} holds this session too and was read first; the events of this "
+                f"copy that repeat it are skipped (session {item.session_id})"
+            )
+            row = BadLine(
+                item.source,
+                item.source_path,
+                item.line_no,
+                DUPLICATE_SESSION,
+                note,
+                0,
+                item.session_id,
+                item.session_start,
+            )
+            self.add_bad_line(row, self._shown_path)
+        return True
+
     def add_event(self, item: Event, shown_path: str) -> None:
         # Runs once per event: a few attribute reads, no per-event tuples or dicts unless a
         # field changes (most events carry no secret and are written as parsed).
+        if self._copied(item):
+            return
         stats = self.stats
         changed: list[Any] | None = None
         for index, redact in self._redacted_fields:
@@ -346,6 +419,9 @@ class _DayWriter:
         if item.source_path != shown_path:
             changed = changed or list(item)
             changed[_SOURCE_PATH] = shown_path
+        if item.exit_code is not None and not _INT64_MIN <= item.exit_code <= _INT64_MAX:
+            changed = changed or list(item)
+            changed[_EXIT_CODE] = None  # "Exit code 99999999999999999999": no status, and no failed day
         text = item.text if changed is None else changed[_TEXT]
         if text is not None and len(text) > TEXT_CAP_CHARS:
             changed = changed or list(item)
@@ -365,11 +441,65 @@ class _DayWriter:
         sessions.add(item.session_id)
 
     def add_bad_line(self, bad: BadLine, shown_path: str) -> None:
+        if bad.reason in REPAIR_REASONS:  # the line was kept: a repair to count, not a row
+            self.stats.repaired[bad.reason] += 1
+            return
         cleaned, found = self.redactor.redact(bad.excerpt)
         _count_into(self.stats.redactions, found)
         bad = bad._replace(excerpt=cleaned[:EXCERPT_CHARS], source_path=shown_path)
         self.quarantine.add(bad)
         self.stats.quarantined[bad.reason] += 1
+
+
+class _Copies:
+    """What one session's files gave a day, to read the session once however many copies of its
+    files there are (the same file in two folders, a renamed copy, a backup taken mid-session).
+
+    An event repeats the session when a file read before this one gave an event with the same
+    content (time, role, kind, text, tool call, ids: all but where it sits), or when a file of
+    the same name gave the session an event at this position or later (`seq`): ids downstream are
+    made of session, file name and position, and a same-named copy that went on differently
+    would give two decisions one id. So of identical copies the first in listing (path) order is
+    kept; of a copy and a longer one, the longer one's extra events are kept too; and files that
+    are parts of one session (a sub-agent's, the next day's log) add to it, their events differing.
+    """
+
+    __slots__ = ("first_path", "last_seq", "name_owner", "reported", "seen")
+
+    def __init__(self, file: int, shown_path: str) -> None:
+        self.first_path = shown_path
+        self.seen: dict[int, int] = {}  # content hash -> the file that gave it first
+        self.name_owner: dict[str, int] = {}  # file name -> the first file of that name
+        self.last_seq: dict[str, int] = {}  # file name -> the last position kept under it
+        self.reported: set[int] = set()
+
+    def repeats(self, item: Event, file: int) -> bool:
+        fingerprint = hash(
+            (
+                item.ts,
+                item.role,
+                item.kind,
+                item.text,
+                item.tool_name,
+                item.tool_call_id,
+                item.tool_input,
+                item.event_id,
+                item.parent_id,
+                item.agent_id,
+                item.is_sidechain,
+                item.is_error,
+                item.exit_code,
+            )
+        )
+        if self.seen.setdefault(fingerprint, file) != file:
+            return True
+        name = item.source_path.rpartition("/")[2]
+        owner = self.name_owner.setdefault(name, file)
+        if owner != file and item.seq <= self.last_seq[name]:
+            return True
+        if item.seq > self.last_seq.get(name, -1):
+            self.last_seq[name] = item.seq
+        return False
 
 
 def _file_level_bad_line(file: CandidateFile, reason: str) -> BadLine:
@@ -390,14 +520,19 @@ def _ingest_file(
         return shown_path if source_path == path_text else texts.redact(source_path)[0]
 
     mtime_writer = writers.get(file.mtime_us // DAY_US)
-    if file.placed_under != file.source:
-        for day_writer in writers.values():
-            day_writer.stats.misassigned_files.append(f"{file.location}: {file.note}")
-        if mtime_writer is not None:
-            mtime_writer.add_bad_line(_file_level_bad_line(file, WRONG_SOURCE_FOLDER), shown_path)
+    for day_writer in writers.values():
+        day_writer.begin_file(shown_path)
+    # A file in another format's folder is reported once, on the day of its first session (where
+    # its rows are), not on its modification day; on that day when it gives nothing.
+    misplaced = file.placed_under != file.source
+    last_line = 0
     try:
         for item in FORMATS[file.source].parse(file.path, max_line_bytes=max_line_bytes):
             start = item.session_start
+            last_line = item.line_no
+            if misplaced:
+                misplaced = False
+                _report_misplaced(writers, file, shown_path, item.session_id, start)
             if isinstance(item, Event):
                 if start is not None and (writer := writers.get(start // DAY_US)) is not None:
                     writer.add_event(item, shown(item.source_path))
@@ -409,6 +544,32 @@ def _ingest_file(
         if mtime_writer is not None:
             failed = file._replace(note=f"{err.strerror} while reading {file.location}")
             mtime_writer.add_bad_line(_file_level_bad_line(failed, UNREADABLE_FILE), shown_path)
+    except Exception as err:  # a parser's own failure costs the rest of its file, never the run
+        if mtime_writer is not None:
+            note = f"{type(err).__name__}: {err} (after line {last_line}; the rest of the file is not read)"
+            mtime_writer.add_bad_line(
+                _file_level_bad_line(file._replace(note=note), PARSER_FAILED), shown_path
+            )
+    if misplaced:  # it gave nothing
+        _report_misplaced(writers, file, shown_path, None, None)
+
+
+def _report_misplaced(
+    writers: Mapping[int, _DayWriter],
+    file: CandidateFile,
+    shown_path: str,
+    session_id: str | None,
+    session_start: int | None,
+) -> None:
+    """The `wrong_source_folder` row and note of a file read from another format's folder, on the
+    day of its first session (its modification day when it has none), its path redacted."""
+    start = session_start if session_start is not None else file.mtime_us
+    writer = writers.get(start // DAY_US)
+    if writer is None:  # that day is another run's (or another pass's) to report
+        return
+    writer.stats.misassigned_files.append(f"{shown_path}: {file.note}")
+    bad = _file_level_bad_line(file, WRONG_SOURCE_FOLDER)
+    writer.add_bad_line(bad._replace(session_id=session_id, session_start=start), shown_path)
 
 
 @dataclass(frozen=True)
@@ -582,6 +743,8 @@ def _merge(into: IngestStats, found: IngestStats) -> None:
     into.redactions.update(found.redactions)
     into.truncated_texts += found.truncated_texts
     into.misassigned_files.extend(found.misassigned_files)
+    into.repaired.update(found.repaired)
+    into.duplicate_events += found.duplicate_events
 
 
 def ingest_day(

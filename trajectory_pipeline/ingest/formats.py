@@ -13,9 +13,12 @@ A parser module exposes:
 - `GLOBS`: file patterns, relative to a source root, that may hold its sessions;
 - `VOCABULARY`: the key of its table in `trajectory_pipeline/mining/vocabulary.py`;
 - `PATH_DATED`: whether a file's path carries its session's date (planning skips far-off files);
-- `sniff(path, head) -> bool`: whether the first bytes look like this format, so a file in the
-  wrong folder is reported instead of mis-parsed;
-- `parse(path, max_line_bytes) -> Iterator[Event | BadLine]`: stream the file;
+- `sniff(path, head) -> bool`: whether the first bytes look like this format (judged by more
+  than the first line: one odd line must not cost a file), so a file in the wrong folder is
+  reported instead of mis-parsed;
+- `parse(path, max_line_bytes) -> Iterator[Event | BadLine]`: stream the file; no exception
+  raised while reading one record may escape (`parsers.common.failure` makes it that record's
+  quarantine row), and a BadLine whose reason is in `schema.REPAIR_REASONS` reports a line kept;
 - `earliest_start(path) -> int | None`: a cheap lower bound (µs UTC) on the start of any session
   whose events the file holds, read from its head, so a partition can skip files that cannot
   hold its sessions.

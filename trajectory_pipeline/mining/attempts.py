@@ -29,8 +29,13 @@ Signals, and the heuristics behind them:
   `unresolved_error_at_end`.
 - Guard denials: a result that says a person, hook, sandbox or policy refused the call (Claude
   Code's "The user doesn't want to proceed with this tool use", "PreToolUse:Bash hook error",
-  Codex's "rejected by user" and "failed in sandbox", "DENIED:", "blocked by policy", "the user
-  declined"...). They are not errors. "Permission denied" and "not permitted" count only when the
+  2.x's "PreToolUse:Bash hook blocking error from command: ..." and "Execution stopped by
+  PreToolUse hook", Codex's "rejected by user" and "failed in sandbox", "DENIED:", "blocked by
+  policy", "the user declined"...), or a call that a refusal notice names: a system event whose
+  `tool_call_id` is the call's and whose text is such a refusal (the parser makes one of Claude
+  Code 2.x's hook_blocking_error attachments and hook system lines, whatever the result says).
+  A PostToolUse or Stop hook's blocking error is no refusal: the call ran. They are not errors.
+  "Permission denied" and "not permitted" count only when the
   result opens with them: inside a shell's output they are the OS refusing a file, an error the
   agent should fix. The next call of the same agent is a recovery when it is a different call that
   was not refused and is not an inspection repeated from before the guard (same canonical name and
@@ -94,6 +99,7 @@ value becomes a Python string once.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import operator
 import re
@@ -255,10 +261,12 @@ TRAJECTORY_SCHEMA = pa.schema(
 # ---------------------------------------------------------------- text heuristics
 
 _GUARD_AT_START = re.compile(
-    r"(?:error:\s*|<tool_use_error>\s*)?(?:"
+    r"(?:<tool_use_error>\s*)?(?:error:\s*)?(?:"
     r"the user doesn['’]?t want to (?:proceed|take this action)|user rejected|the user declined|denied:"
     r"|guard refused|permission to use \S+ (?:with .* )?has been denied|claude requested permissions"
-    r"|permission denied|not permitted|blocked:|blocked by|pretooluse:\S* hook error"
+    r"|permission denied|not permitted|blocked:|blocked by"
+    r"|pretooluse(?::\S*)? hook (?:error|blocking error|stopped continuation)"
+    r"|execution stopped by pretooluse hook"
     r"|hook \S+ (?:denied|blocked)|tool (?:call|execution) (?:was )?(?:cancelled|denied|rejected))",
     re.IGNORECASE,
 )
@@ -478,6 +486,21 @@ class _CallColumns:
         self._calls: _Memo[tuple[str, str, str | None], _CallFacts] = _Memo(lambda key: _call_facts(*key))
         self.guard_denial: _Memo[str | None, bool] = _Memo(is_guard_denial)
         self.outcome = _Memo(_outcome_of)
+        # Rows of refusal notices: events other than calls and results that name a call
+        # (tool_call_id) and say it was refused (a Claude Code hook_blocking_error, say). Few.
+        self.refusal_notices = [
+            i
+            for i, (kind, call_id) in enumerate(zip(self.kind, self.tool_call_id, strict=True))
+            if call_id is not None
+            and kind not in ("tool_call", "tool_result")
+            and self.guard_denial[self.text[i]]
+        ]
+
+    def refused_calls(self, lo: int, hi: int) -> set[str]:
+        """Ids of the calls that refusal notices among rows lo..hi (inclusive) name."""
+        notices = self.refusal_notices
+        first, last = bisect.bisect_left(notices, lo), bisect.bisect_right(notices, hi)
+        return {self.tool_call_id[i] or "" for i in notices[first:last]}
 
     def call_facts(self, i: int) -> _CallFacts:
         """`_CallFacts` of the tool_call at row `i`."""
@@ -624,6 +647,7 @@ class _Annotated(NamedTuple):
 def _annotate(ev: _CallColumns, lo: int, hi: int, *, outcomes: bool = True) -> list[_Annotated]:
     """The calls of rows lo..hi (inclusive); without `outcomes`, verifications get no outcome."""
     links = _link_results(ev, lo, hi)
+    refused_by_notice = ev.refused_calls(lo, hi)
     calls: list[_Annotated] = []
     previous: dict[tuple[bool, str | None], _Annotated] = {}
     inspected: defaultdict[tuple[bool, str | None], set[tuple[str, str]]] = defaultdict(set)
@@ -636,7 +660,9 @@ def _annotate(ev: _CallColumns, lo: int, hi: int, *, outcomes: bool = True) -> l
         action_class = facts.action_class
         r = links.get(i)
         result_text = ev.text[r] if r is not None else None
-        guard_denied = r is not None and ev.guard_denial[result_text]
+        guard_denied = (r is not None and ev.guard_denial[result_text]) or (
+            bool(refused_by_notice) and ev.tool_call_id[i] in refused_by_notice
+        )
         is_error = guard_denied or (r is not None and ev.failed[r])
         verification_intent: str | None = None
         verification_outcome: str | None = None

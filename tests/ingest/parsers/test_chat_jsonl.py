@@ -141,12 +141,12 @@ def test_session_ids(tmp_path: Path) -> None:
         ({"created_at": 1748779200}, "chats.jsonl", parse_ts(TS)),
         ({"metadata": {"timestamp": TS}}, "export_2024-01-31.jsonl", parse_ts(TS)),
         ({}, "export_2024-01-31.jsonl", parse_ts("2024-01-31T00:00:00+00:00")),
-        ({"timestamp": "not a time"}, "chats.jsonl", 1_700_000_000_000_000),
+        ({"timestamp": "not a time"}, "chats.jsonl", 1_750_000_000_000_000),
     ],
 )
 def test_session_start(tmp_path: Path, extra: dict[str, Any], name: str, start: int) -> None:
     path = write(tmp_path, [conversation(**extra)], name)
-    os.utime(path, (1_700_000_000, 1_700_000_000))
+    os.utime(path, (1_750_000_000, 1_750_000_000))  # last written 2025-06-15, after the conversations
     events, _ = parse(path)
     assert {e.session_start for e in events} == {start}
 

@@ -43,6 +43,7 @@ from trajectory_pipeline.schema import (
     event,
     excerpt,
     parse_ts,
+    repo_name,
 )
 
 SOURCE = "aider"
@@ -215,7 +216,7 @@ class _State:
                 source_path=str(self.path),
                 seq=self.seq,
                 cwd=str(self.path.parent),
-                repo=self.path.parent.name or None,
+                repo=repo_name(str(self.path.parent)),
                 **{"ts": None, **fields},
             )
             self.seq += 1

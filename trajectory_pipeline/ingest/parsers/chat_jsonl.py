@@ -9,8 +9,11 @@ A line is a session: its id is the line's own id, else a short sha256 of the lin
 canonical JSON (so copies of a conversation dedupe, and the id is the same on every
 machine). Its start is the line's timestamp, else a YYYY-MM-DD date in the file name,
 else the file's mtime. A line that is not JSON is quarantined with the next session in
-the file; a line that is JSON but breaks the format is quarantined with its own session,
-whole, so no conversation reaches training with a hole in it.
+the file; a line that is JSON but breaks the format (an empty `messages` list included) is
+quarantined with its own session, whole, so no conversation reaches training with a hole in
+it. A time the line gives that is not believed (`common.Clock`: before 2015, or past the
+file's last write and a day) is not used: the conversation is kept, timed by its other times
+or the file's start, and the line gets an `implausible_timestamp` row.
 
     from trajectory_pipeline.ingest.parsers import chat_jsonl
     events = list(chat_jsonl.parse(Path("export_2025-01-31.jsonl")))
@@ -25,22 +28,23 @@ from pathlib import Path
 from typing import Any
 
 from trajectory_pipeline.ingest.parsers.common import (
+    Clock,
     Orphans,
-    RecordError,
     UnknownRecordType,
     WrongFieldType,
     bad_record,
     content_text,
+    failure,
     fallback_start,
     get_dict,
     get_list,
     get_str,
     new_event,
     parse_arguments,
-    sniff_first_line,
+    sniff_lines,
 )
 from trajectory_pipeline.ingest.parsers.lines import MAX_LINE_BYTES, read_json_lines
-from trajectory_pipeline.schema import BadLine, Event, canonical_json, parse_ts
+from trajectory_pipeline.schema import BadLine, Event, canonical_json
 
 SOURCE = "chat_jsonl"
 GLOBS = ("**/*.jsonl",)
@@ -66,8 +70,9 @@ _CHAT_PREFIX = re.compile(rb'\{.{0,2000}?"messages"\s*:\s*\[\s*\{\s*"', re.DOTAL
 
 
 def sniff(path: Path, head: bytes) -> bool:
-    """A first line that is a JSON object holding a `messages` list of role-tagged objects."""
-    return sniff_first_line(head, _looks_like_chat, _CHAT_PREFIX)
+    """One of the first records (`common.sniff_lines`) is a JSON object holding a `messages` list
+    of role-tagged objects (a first `{"messages": []}` or header line costs the file nothing)."""
+    return sniff_lines(head, _looks_like_chat, _CHAT_PREFIX)
 
 
 def earliest_start(path: Path) -> int | None:
@@ -86,56 +91,71 @@ def _line_id(obj: dict[str, Any]) -> str:
     return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:_SESSION_ID_HEX]
 
 
-def _line_ts(obj: dict[str, Any]) -> int | None:
+def _line_ts(obj: dict[str, Any], clock: Clock) -> tuple[int | None, object]:
+    """The line's believable time, and the first time it gives that is not believed (None if none)."""
     metadata = obj.get("metadata")
     candidates = [obj.get("timestamp"), obj.get("created_at")]
     if isinstance(metadata, dict):
         candidates.append(metadata.get("timestamp"))
+    refused: object = None
     for value in candidates:
-        ts = parse_ts(value)
+        ts, implausible = clock.read(value)
         if ts is not None:
-            return ts
-    return None
+            return ts, refused
+        if implausible and refused is None:
+            refused = value
+    return None, refused
 
 
 def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | BadLine]:
     """Stream the events of every conversation in `path`, one line at a time."""
     source_path = str(path)
     orphans = Orphans(path)
+    clock = Clock(path)
     file_start: int | None = None
     seq = 0
     for item in read_json_lines(path, SOURCE, max_line_bytes):
         if isinstance(item, BadLine):
             yield from orphans.hold(item)
             continue
-        obj = item.obj
-        session_id = _line_id(obj)
-        line_ts = _line_ts(obj)
-        if line_ts is None and file_start is None:
-            file_start = fallback_start(path)
-        session_start = line_ts if line_ts is not None else file_start
-        yield from orphans.release(session_id, session_start)
+        line_no, obj = item
+        session_id: str | None = None
+        session_start: int | None = None
         try:
-            rows, model = _conversation(obj, line_ts)
-        except RecordError as err:
+            session_id = _line_id(obj)
+            line_ts, refused = _line_ts(obj, clock)
+            if line_ts is None and file_start is None:
+                file_start = fallback_start(path)
+            session_start = line_ts if line_ts is not None else file_start
+            rows, model, refused_inner = _conversation(obj, line_ts, clock)
+        except Exception as err:  # whatever one line does, it costs that line alone
+            reason, note = failure(err)
+            if session_start is None:
+                session_start = file_start = file_start if file_start is not None else fallback_start(path)
+            yield from orphans.release(session_id, session_start)
             yield bad_record(
                 SOURCE,
                 source_path,
-                item.line_no,
-                err.reason,
+                line_no,
+                reason,
                 obj,
-                str(err),
+                note,
                 session_id=session_id,
                 session_start=session_start,
             )
-        else:
-            # After the row's fields: is_error, exit_code, cwd, repo and git_branch (none known
-            # here), the model, and the defaults of the rest.
-            line_no = item.line_no
-            rest = (None, None, None, None, None, model, False, None, None, None, False, None, False, 0)
-            for row in rows:
-                yield new_event((SOURCE, session_id, session_start, source_path, line_no, seq, *row, *rest))
-                seq += 1
+            continue
+        yield from orphans.release(session_id, session_start)
+        # After the row's fields: is_error, exit_code, cwd, repo and git_branch (none known
+        # here), the model, and the defaults of the rest.
+        rest = (None, None, None, None, None, model, False, None, None, None, False, None, False, 0)
+        for row in rows:
+            yield new_event((SOURCE, session_id, session_start, source_path, line_no, seq, *row, *rest))
+            seq += 1
+        if refused is not None or refused_inner is not None:
+            value = refused if refused is not None else refused_inner
+            yield clock.bad_row(
+                SOURCE, source_path, line_no, value, obj, session_id=session_id, session_start=session_start
+            )
     yield from orphans.release(None, None)
 
 
@@ -144,25 +164,33 @@ def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | 
 _Row = tuple[int | None, str, str, str | None, str | None, str | None, str | None]
 
 
-def _conversation(obj: dict[str, Any], line_ts: int | None) -> tuple[list[_Row], str | None]:
-    """All events of one line and its model, read before any is yielded so a broken line is
-    quarantined whole."""
+def _conversation(
+    obj: dict[str, Any], line_ts: int | None, clock: Clock
+) -> tuple[list[_Row], str | None, object]:
+    """All events of one line, its model and the first message time not believed (None if none),
+    read before any is yielded so a broken line is quarantined whole."""
     messages = get_list(obj, "messages")
     if messages is None:
         raise UnknownRecordType("not a chat record: no messages list")
+    if not messages:
+        raise UnknownRecordType("an empty conversation: the messages list holds nothing")
     model = get_str(obj, "model")
     out: list[_Row] = []
     tools = get_list(obj, "tools")
     if tools:
         out.append((line_ts, "system", "meta", canonical_json({"tools": tools}), None, None, None))
     call_names: dict[str, str] = {}
+    refused: object = None
     for index, message in enumerate(messages):
         where = f"messages[{index}]."
         if not isinstance(message, dict):
             raise WrongFieldType(where.rstrip("."), "an object", message)
-        ts = parse_ts(message.get("timestamp"))
+        raw = message.get("timestamp")
+        ts, implausible = clock.read(raw)
+        if implausible and refused is None:
+            refused = raw
         out.extend(_message_events(message, where, ts if ts is not None else line_ts, call_names))
-    return out, model
+    return out, model, refused
 
 
 def _message_events(

@@ -4,7 +4,9 @@ Handles every shape seen from Claude Code 1.0.89 to 2.1.39: `message.content` as
 or a list of text / thinking / tool_use / tool_result / image blocks, `system` lines with
 and without `subtype`, `summary` lines, compaction summaries, slash-command and caveat
 lines, interruptions, and sub-agent files in both layouts (`<session>/subagents/agent-<id>.jsonl`
-and the older `agent-<8hex>.jsonl` beside the session file).
+and the older `agent-<8hex>.jsonl` beside the session file), and 2.x hook refusals (a
+PreToolUse hook blocking a call: its `hook_blocking_error` attachment or system line becomes
+a meta event carrying the refused call's id, see "hook refusals" below).
 
 Sessions. A line belongs to the session named by its `sessionId`; a line without one
 (`summary`, `file-history-snapshot`) belongs to the session of the line before it, or to
@@ -13,6 +15,9 @@ session named after the file. A session's start is its first timestamp in the fi
 that session (`<sessionId>.jsonl` beside it, or above a `subagents/` folder), so a
 sub-agent's events fall in the same daily partition as its parent's. Lacking that, it is
 the session's first timestamp in this file, and lacking any timestamp, the file's mtime.
+Only believed times count (`common.Clock`: from 2015 to a day after the file's last write):
+a line with another time (1970, epoch 0, the future) is kept untimed, with an
+`implausible_timestamp` row, so its session lands on a day that is ingested.
 
     from trajectory_pipeline.ingest.parsers import claude_code
     for item in claude_code.parse(Path("~/.claude/projects/-home-me-repo/<uuid>.jsonl").expanduser()):
@@ -32,16 +37,14 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from trajectory_pipeline.ingest.parsers.common import WrongFieldType, bad_record, new_event
+from trajectory_pipeline.ingest.parsers.common import Clock, WrongFieldType, bad_record, failure, new_event
 from trajectory_pipeline.ingest.parsers.lines import MAX_LINE_BYTES, JsonLine, file_mtime_us, read_json_lines
 from trajectory_pipeline.schema import (
     OVERSIZE_LINE,
     UNKNOWN_RECORD_TYPE,
-    WRONG_FIELD_TYPE,
     BadLine,
     Event,
     canonical_json,
-    parse_ts,
     repo_name,
 )
 
@@ -130,7 +133,7 @@ def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | 
     items = read_json_lines(path, SOURCE, max_line_bytes)
     head = list(itertools.islice(items, _HEAD_LINES))
     sessions = _Sessions(path, _first_timestamp_in_head(path, head, max_line_bytes))
-    carry = _Carry()
+    carry = _Carry(sessions.clock)
     source_path = str(path)
     seq = 0
     for item in itertools.chain(head, items):
@@ -139,19 +142,29 @@ def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | 
             yield item._replace(session_id=session_id, session_start=start)
             continue
         line_no, obj = item
-        session_id, start = sessions.advance(obj)
+        note: str | None = None
         try:
+            session_id, start = sessions.advance(obj)
             read = _read_line(obj, carry)
-        except WrongFieldType:
-            read, reason = None, WRONG_FIELD_TYPE
+        except Exception as err:  # whatever one line does, it costs that line alone
+            session_id, start = sessions.now()
+            read = None
+            reason, note = failure(err)
+            if isinstance(err, WrongFieldType):
+                note = None  # the excerpt is the line itself, as it always was
         else:
             reason = UNKNOWN_RECORD_TYPE  # when there are no rows: a type this parser does not know
         if read is None:
             yield bad_record(
-                SOURCE, source_path, line_no, reason, obj, session_id=session_id, session_start=start
+                SOURCE, source_path, line_no, reason, obj, note, session_id=session_id, session_start=start
             )
             continue
         line, rows = read
+        if carry.refused is not _NOTHING:  # a time not believed: the line is kept untimed, and said so
+            yield carry.clock.bad_row(
+                SOURCE, source_path, line_no, carry.refused, obj, session_id=session_id, session_start=start
+            )
+            carry.refused = _NOTHING
         ts, cwd, repo, git_branch, is_sidechain, agent_id, event_id, parent_id = line
         for row in rows:
             role, kind, text, model, tool_name, call_id, tool_input, is_error, exit_code, interrupted = row
@@ -229,6 +242,7 @@ class _Sessions:
     def __init__(self, path: Path, first: tuple[str | None, int | None] | None = None) -> None:
         """`first`: the file's first session and its first timestamp, when the caller has read them."""
         self._path = path
+        self.clock = Clock(path)
         first_id, first_ts = _first_timestamp_of(path, None) if first is None else first
         self._home = first_id if first_id is not None else path.stem
         self._starts: dict[str, int | None] = {self._home: _session_start(path, self._home, first_ts)}
@@ -249,7 +263,7 @@ class _Sessions:
             return self.now()
         self._current = session_id
         if session_id not in self._starts:
-            own = parse_ts(obj.get("timestamp"))
+            own = self.clock.believe(obj.get("timestamp"))
             if own is None:
                 own = _first_timestamp_of(self._path, session_id)[1]
             self._starts[session_id] = _session_start(self._path, session_id, own)
@@ -267,7 +281,7 @@ def _first_timestamp_of(path: Path, wanted: str | None) -> tuple[str | None, int
     Streams only as far as needed, which is a line or two for any real transcript.
     Returns the session id it looked for (None when the file names none) and the timestamp.
     """
-    found = _first_timestamp_in(read_json_lines(path, SOURCE, head_only=True), wanted)
+    found = _first_timestamp_in(read_json_lines(path, SOURCE, head_only=True), wanted, Clock(path))
     return found.session_id, found.ts
 
 
@@ -279,7 +293,7 @@ def _first_timestamp_in_head(
     They do unless the answer lies past them, or a line among them reads differently at the
     default cap `_first_timestamp_of` uses (one over the parse's cap).
     """
-    found = _first_timestamp_in(head, None)
+    found = _first_timestamp_in(head, None, Clock(path))
     if (
         (found.at_end and len(head) == _HEAD_LINES)
         or max_line_bytes > MAX_LINE_BYTES
@@ -295,7 +309,10 @@ class _FirstTimestamp(NamedTuple):
     at_end: bool  # decided by running out of lines, not by a line
 
 
-def _first_timestamp_in(items: Iterable[JsonLine | BadLine], wanted: str | None) -> _FirstTimestamp:
+def _first_timestamp_in(
+    items: Iterable[JsonLine | BadLine], wanted: str | None, clock: Clock
+) -> _FirstTimestamp:
+    """The first believed timestamp (`clock`) among the lines of session `wanted`."""
     first_session = wanted is None
     current: str | None = None
     early: int | None = None  # lines before any sessionId belong to the first session
@@ -303,7 +320,7 @@ def _first_timestamp_in(items: Iterable[JsonLine | BadLine], wanted: str | None)
         if isinstance(item, BadLine):
             continue
         session_id = _session_id(item.obj)
-        ts = parse_ts(item.obj.get("timestamp"))
+        ts = clock.believe(item.obj.get("timestamp"))
         if current is None and session_id is None:
             early = ts if early is None else early
             continue
@@ -374,13 +391,21 @@ def _stat_if_present(path: str) -> os.stat_result | None:
 # ---------------------------------------------------------------- lines
 
 
-class _Carry:
-    """Working folder and branch carried forward to lines that lack them (summaries)."""
+_NOTHING = object()  # no refused timestamp on the line being read
 
-    def __init__(self) -> None:
+
+class _Carry:
+    """Working folder and branch carried forward to lines that lack them (summaries), the file's
+    clock, and the timestamp of the line being read when the clock refused it."""
+
+    def __init__(self, clock: Clock) -> None:
         self.cwd: str | None = None
         self.repo: str | None = None
         self.git_branch: str | None = None
+        self.clock = clock
+        self.refused: object = _NOTHING
+        # PreToolUse hooks seen running (hook_progress lines) for a call id: (hook name, command).
+        self.pre_tool_hooks: dict[str, list[tuple[str, str]]] = {}
 
 
 # The fields a line gives all its events: ts, cwd, repo, git_branch, is_sidechain, agent_id,
@@ -407,12 +432,16 @@ def _read_line(obj: dict[str, Any], carry: _Carry) -> tuple[_Line, list[_Row]] |
     if not isinstance(kind, str):
         return None
     if kind in BOOKKEEPING_TYPES:
+        if kind == "progress":
+            _note_pre_tool_hook(obj, carry)
         return _NO_LINE, []
     handler = _HANDLERS.get(kind)
     if handler is None:
         return None
     line = _line(obj, carry)
     rows = handler(obj)
+    if carry.pre_tool_hooks and kind == "user":
+        rows = _with_hook_notices(rows, carry)
     if kind == "summary":
         # A summary titles the conversation that ends at `leafUuid`, often in another file.
         line = (*line[:7], _optional_str(obj, "leafUuid"))
@@ -426,8 +455,8 @@ def _line(obj: dict[str, Any], carry: _Carry) -> _Line:
     if not ((cwd is None or isinstance(cwd, str)) and (branch is None or isinstance(branch, str))):
         _check_strings(obj, "cwd", "gitBranch")
     if cwd:
-        if cwd != carry.cwd:
-            carry.cwd, carry.repo = cwd, repo_name(cwd)
+        if cwd != carry.cwd or (branch or None) != carry.git_branch:
+            carry.cwd, carry.repo = cwd, repo_name(cwd, None, branch)
         carry.git_branch = branch or None
     # sessionId is checked here: _Sessions reads it leniently.
     session_id, agent_id, event_id, parent_id = (
@@ -443,8 +472,12 @@ def _line(obj: dict[str, Any], carry: _Carry) -> _Line:
         and (parent_id is None or isinstance(parent_id, str))
     ):
         _check_strings(obj, "sessionId", "agentId", "uuid", "parentUuid")
+    stamp = get("timestamp")
+    ts, implausible = carry.clock.read(stamp)
+    if implausible:
+        carry.refused = stamp
     return (
-        parse_ts(get("timestamp")),
+        ts,
         carry.cwd,
         carry.repo,
         carry.git_branch,
@@ -516,6 +549,8 @@ def _system_fields(obj: dict[str, Any]) -> list[_Row]:
     level = _optional_str(obj, "level")
     is_error = level in _ERROR_LEVELS or (subtype is not None and "error" in subtype)
     text = _ANSI.sub("", content) if content is not None else f"[{subtype or 'system'}]"
+    if content is not None and _HOOK_REFUSAL.match(text):  # a hook refused a call: not an error
+        return [_notice_row(text, _optional_str(obj, "toolUseID"))]
     return [_text_row("system", "error" if is_error else "meta", text)]
 
 
@@ -531,11 +566,102 @@ def _attachment_fields(obj: dict[str, Any]) -> list[_Row]:
     if kind == "queued_command" and isinstance(prompt, str):
         meta = attachment.get("isMeta") is True or attachment.get("commandMode") == "task-notification"
         return [_user_text(prompt, meta)]
+    hook = _hook_notice(attachment, kind)
+    if hook is not None:
+        call_id = _optional_str(attachment, "toolUseID") or _optional_str(obj, "toolUseID")
+        return [_notice_row(hook, call_id)]
     content = attachment.get("content")
     if isinstance(content, list) and all(isinstance(part, str) for part in content):
         content = "\n".join(content)
     text = content if isinstance(content, str) else f"[{kind}]"
     return [_text_row("system", "meta", text)]
+
+
+# ---------------------------------------------------------------- hook refusals
+#
+# Claude Code 2.x runs PreToolUse hooks before a call (a `progress` line of data.type
+# hook_progress, hookEvent PreToolUse, per hook); a hook that blocks it (exit code 2, or a "deny"
+# decision) leaves a `hook_blocking_error` attachment (hookName "PreToolUse:<Tool>", toolUseID,
+# blockingError {blockingError: "[<command>]: <stderr>", command}), which the model reads as
+# "PreToolUse:<Tool> hook blocking error from command: ...", and the call's tool_result is the
+# refusal ("PreToolUse:<Tool> hook error: [<command>]: <stderr>", is_error). Mining tells a guard
+# denial from an error by the result's text (`mining.attempts.is_guard_denial`) and by a notice
+# event naming the call: the attachment or system line becomes a system meta event whose
+# tool_call_id is the refused call's, and a failed result that opens with a PreToolUse hook's
+# `[<command>]` (the hook having been seen running for that call) gets such a notice before it.
+
+_HOOK_REFUSAL = re.compile(
+    r"(?:<system-reminder>\s*)?PreToolUse(?::\S*)? hook (?:blocking error|error|stopped continuation)"
+    r"|Execution stopped by PreToolUse hook",
+    re.IGNORECASE,
+)
+_HOOK_MEMORY = 1024  # calls whose PreToolUse hooks are remembered
+
+
+def _notice_row(text: str, call_id: str | None) -> _Row:
+    return ("system", "meta", text, None, None, call_id, None, None, None, False)
+
+
+def _hook_notice(attachment: dict[str, Any], kind: str) -> str | None:
+    """The text Claude Code shows the model for a hook's blocking attachment, else None."""
+    name = attachment.get("hookName")
+    name = name if isinstance(name, str) and name else attachment.get("hookEvent")
+    if not isinstance(name, str):
+        return None
+    if kind == "hook_blocking_error":
+        blocking = attachment.get("blockingError")
+        blocking = blocking if isinstance(blocking, dict) else {}
+        command, error = blocking.get("command"), blocking.get("blockingError")
+        return f'{name} hook blocking error from command: "{_as_str(command)}": {_as_str(error)}'
+    if kind == "hook_stopped_continuation":
+        return f"{name} hook stopped continuation: {_as_str(attachment.get('message'))}"
+    if kind == "hook_permission_decision" and attachment.get("decision") in ("deny", "block"):
+        reason = attachment.get("reason") or attachment.get("message")
+        return f"{name} hook blocking error from command: {_as_str(reason)}"
+    return None
+
+
+def _as_str(value: object) -> str:
+    return value if isinstance(value, str) else "" if value is None else canonical_json(value)
+
+
+def _note_pre_tool_hook(obj: dict[str, Any], carry: _Carry) -> None:
+    """Remember a PreToolUse hook seen running for a call (a hook_progress line)."""
+    data = obj.get("data")
+    if (
+        not isinstance(data, dict)
+        or data.get("type") != "hook_progress"
+        or data.get("hookEvent") != "PreToolUse"
+    ):
+        return
+    call_id, command = obj.get("toolUseID"), data.get("command")
+    if not isinstance(call_id, str) or not isinstance(command, str):
+        return
+    name = data.get("hookName")
+    hooks = carry.pre_tool_hooks.setdefault(call_id, [])
+    hooks.append((name if isinstance(name, str) else "PreToolUse", command))
+    if len(carry.pre_tool_hooks) > _HOOK_MEMORY:
+        del carry.pre_tool_hooks[next(iter(carry.pre_tool_hooks))]
+
+
+def _with_hook_notices(rows: list[_Row], carry: _Carry) -> list[_Row]:
+    """The rows, with a refusal notice before a failed result whose text is the blocking error of a
+    PreToolUse hook seen running for its call (`[<command>]: <stderr>`), when the text does not say
+    so itself."""
+    out: list[_Row] = []
+    for row in rows:
+        call_id, text = row[5], row[2]
+        hooks = carry.pre_tool_hooks.pop(call_id, None) if row[1] == "tool_result" and call_id else None
+        if hooks and row[7] and text:
+            opening = text.lstrip().removeprefix("<tool_use_error>").lstrip().removeprefix("Error:").lstrip()
+            for name, command in hooks or ():
+                if opening.startswith(f"[{command}]") and not _HOOK_REFUSAL.match(opening):
+                    out.append(
+                        _notice_row(f'{name} hook blocking error from command: "{command}": {text}', call_id)
+                    )
+                    break
+        out.append(row)
+    return out
 
 
 _HANDLERS: dict[str, Callable[[dict[str, Any]], list[_Row]]] = {

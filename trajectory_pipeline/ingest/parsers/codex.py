@@ -12,12 +12,25 @@ One session per file. Lines are `{"timestamp", "type", "payload"}`; which become
   placeholder "[encrypted reasoning]"); function_call, custom_tool_call (apply_patch),
   local_shell_call, web_search_call and image_generation_call as tool calls; their
   outputs as tool results. ghost_snapshot (an undo checkpoint) gives no event.
-- `event_msg`: only `error` (kind error) and `turn_aborted` (an interrupted meta event)
-  become events. `exec_command_end` and `patch_apply_end` set the exit code / error flag
-  of the matching tool result. The rest (user_message, agent_message, agent_reasoning,
-  token_count, task_started...) repeat response items or are UI telemetry, and new
-  kinds appear with every release, so they are skipped rather than quarantined.
+- `event_msg`: `error` (kind error) and `turn_aborted` (an interrupted meta event) become
+  events. `exec_command_end` and `patch_apply_end` set the exit code / error flag of the
+  matching tool result. `user_message` repeats the user's prompt, which the response_item
+  user message also holds; but some rollouts (Codex Desktop's, among others) record a prompt
+  only there. So a `user_message` becomes the user message when no response_item user
+  message pairs with it: prompts and their echoes pair up, in either order, until the agent
+  next acts (a reasoning, a reply, a call), so no prompt is counted twice and none is lost.
+  The rest (agent_message, agent_reasoning, token_count, task_started...) repeat response
+  items or are UI telemetry, and new kinds appear with every release, so they are skipped
+  rather than quarantined.
+- Tool names: a function_call with a `namespace` (Codex Desktop's MCP tools: `"namespace":
+  "mcp__<server>__", "name": "js"`) is named as Claude Code names MCP tools,
+  `mcp__<server>__js`; the same server's tools stay apart from the built-in tools, and the
+  vocabulary keeps such a name as it is.
 - `compacted`: a meta event with the compaction summary.
+
+Times are believed only from 2015 to a day past the file's last write (`common.Clock`): the
+session starts at the earliest believed one, and a line with another is kept untimed, with an
+`implausible_timestamp` row.
 
 Legacy rollouts (codex-rs before the wrapped lines above, mid-2025) have no wrapper and no
 per-line time: the first line is a bare session header `{"id", "timestamp", "instructions",
@@ -52,11 +65,13 @@ from typing import Any, NamedTuple
 import orjson
 
 from trajectory_pipeline.ingest.parsers.common import (
+    Clock,
     RecordError,
     UnknownRecordType,
     WrongFieldType,
     bad_record,
     content_text,
+    failure,
     fallback_start,
     get_dict,
     get_int,
@@ -64,10 +79,10 @@ from trajectory_pipeline.ingest.parsers.common import (
     get_str,
     new_event,
     parse_arguments,
-    sniff_first_line,
+    sniff_lines,
 )
 from trajectory_pipeline.ingest.parsers.lines import MAX_LINE_BYTES, JsonLine, JsonLines, head_objects
-from trajectory_pipeline.schema import BadLine, Event, canonical_json, parse_ts, repo_name
+from trajectory_pipeline.schema import BadLine, Event, canonical_json, repo_name
 
 SOURCE = "codex"
 GLOBS = ("**/rollout-*.jsonl",)
@@ -79,6 +94,7 @@ PATH_DATED = True  # whether file paths carry the session's date
 
 
 ENCRYPTED_REASONING = "[encrypted reasoning]"
+IMAGE_PLACEHOLDER = "[image]"  # what content_text leaves for an image part
 
 _TOP_TYPES = ("session_meta", "turn_context", "response_item", "event_msg", "compacted")
 _HOLD_CAP = 256  # items held while a result waits for its exit code (real gaps: under 20 lines)
@@ -118,9 +134,9 @@ _CODEX_PREFIX = re.compile(
 
 
 def sniff(path: Path, head: bytes) -> bool:
-    """A first line `{"timestamp", "type": <a rollout line type>, "payload": {...}}`, or a legacy
-    session header `{"id": <uuid>, "timestamp", ...}`."""
-    return sniff_first_line(head, _looks_like_rollout, _CODEX_PREFIX)
+    """One of the first records (`common.sniff_lines`) is `{"timestamp", "type": <a rollout line
+    type>, "payload": {...}}`, or a legacy session header `{"id": <uuid>, "timestamp", ...}`."""
+    return sniff_lines(head, _looks_like_rollout, _CODEX_PREFIX)
 
 
 def _looks_like_rollout(obj: dict[str, Any]) -> bool:
@@ -151,15 +167,15 @@ class _Head(NamedTuple):
     model: str | None
 
 
-def _read_head(path: Path, objects: Iterable[dict[str, Any]] | None = None) -> _Head:
+def _read_head(path: Path, clock: Clock, objects: Iterable[dict[str, Any]] | None = None) -> _Head:
     """The session as the file's first lines describe it: `objects`, the lines `head_objects`
     gives, when the caller has them."""
-    meta, first_ts, model = _scan_head(head_objects(path) if objects is None else objects)
+    meta, first_ts, model = _scan_head(head_objects(path) if objects is None else objects, clock)
     git_value = meta.get("git")
     git: dict[str, Any] = git_value if isinstance(git_value, dict) else {}
     return _Head(
         session_id=_text_or_none(meta.get("id")) or _id_from_name(path),
-        session_start=_session_start(path, meta, first_ts),
+        session_start=_session_start(path, meta, first_ts, clock),
         cwd=_text_or_none(meta.get("cwd")),
         remote_url=_text_or_none(git.get("repository_url")),
         git_branch=_text_or_none(git.get("branch")),
@@ -168,10 +184,10 @@ def _read_head(path: Path, objects: Iterable[dict[str, Any]] | None = None) -> _
 
 
 def _scan_head(
-    objects: Iterable[dict[str, Any]], start_only: bool = False
+    objects: Iterable[dict[str, Any]], clock: Clock, start_only: bool = False
 ) -> tuple[dict[str, Any], int | None, str | None]:
-    """The session_meta payload (or legacy header), the first readable line timestamp and the
-    first turn_context model among the head's `objects`.
+    """The session_meta payload (or legacy header), the first believed line timestamp (`clock`)
+    and the first turn_context model among the head's `objects`.
 
     `start_only`: the caller needs only what `_session_start` reads, so the scan ends once both
     are settled (what follows cannot change them) instead of reading on to the model.
@@ -181,7 +197,7 @@ def _scan_head(
     model: str | None = None
     for obj in objects:
         if first_ts is None:
-            first_ts = parse_ts(obj.get("timestamp"))
+            first_ts = clock.believe(obj.get("timestamp"))
         if not meta and _is_legacy_header(obj):
             meta = obj
         else:
@@ -201,9 +217,9 @@ def _scan_head(
     return meta, first_ts, model
 
 
-def _session_start(path: Path, meta: dict[str, Any], first_ts: int | None) -> int:
-    """The earliest of the session_meta's creation time and the first line's timestamp."""
-    starts = [ts for ts in (parse_ts(meta.get("timestamp")), first_ts) if ts is not None]
+def _session_start(path: Path, meta: dict[str, Any], first_ts: int | None, clock: Clock) -> int:
+    """The earliest of the session_meta's creation time and the first line's believed timestamp."""
+    starts = [ts for ts in (clock.believe(meta.get("timestamp")), first_ts) if ts is not None]
     return min(starts) if starts else fallback_start(path)
 
 
@@ -219,14 +235,16 @@ def _id_from_name(path: Path) -> str:
 def earliest_start(path: Path) -> int:
     """The session's start as parse() will report it: the earliest of the session_meta's
     creation time and the first line's timestamp."""
-    meta, first_ts, _ = _scan_head(head_objects(path), start_only=True)
-    return _session_start(path, meta, first_ts)
+    clock = Clock(path)
+    meta, first_ts, _ = _scan_head(head_objects(path), clock, start_only=True)
+    return _session_start(path, meta, first_ts, clock)
 
 
 def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | BadLine]:
     """Stream the events of the rollout at `path`."""
+    clock = Clock(path)
     with JsonLines(path, SOURCE, max_line_bytes) as lines:
-        rollout = _Rollout(path, _read_head(path, lines.head_objects()))
+        rollout = _Rollout(path, _read_head(path, clock, lines.head_objects()), clock)
         released = rollout.hold.released
         for item in lines:
             rollout.feed(item)
@@ -312,19 +330,27 @@ class _Holdback:
 class _Rollout:
     """The running state of one rollout file: labels for the next event, and calls awaiting results."""
 
-    def __init__(self, path: Path, head: _Head) -> None:
+    def __init__(self, path: Path, head: _Head, clock: Clock) -> None:
         self.source_path = str(path)
+        self.clock = clock
+        self._line_no = 0  # the line being read, and its record: for an implausible_timestamp row
+        self._record: dict[str, Any] = {}
+        self._refused_line = 0  # the last line given that row
         self.session_id = head.session_id
         self.session_start = head.session_start
         self.remote_url = head.remote_url
         self.git_branch = head.git_branch
         self.model = head.model
         self.cwd = head.cwd
-        self.repo = repo_name(head.cwd, head.remote_url)
+        self.repo = repo_name(head.cwd, head.remote_url, head.git_branch)
         self._repo_remote = head.remote_url  # the remote `repo` was named with
         self.seq = 0
         self.seen_meta = False
         self.call_names: dict[str, str] = {}
+        # Prompts given as response_item user messages, and as event_msg user_message echoes, that
+        # the other has not paired with yet; both reset when the agent acts (see the docstring).
+        self._unechoed_prompts = 0
+        self._prompts_from_echoes = 0
         self.early_outcomes: dict[str, _Outcome] = {}  # exits reported before their result
         self.hold = _Holdback()
 
@@ -334,6 +360,7 @@ class _Rollout:
             self.hold.push(self._label(item))
             return
         line_no, obj = item
+        self._line_no, self._record = line_no, obj
         try:
             kind = obj.get("type")
             handler = _RECORDS.get(kind) if isinstance(kind, str) else None
@@ -344,9 +371,11 @@ class _Rollout:
             if not isinstance(payload, dict):
                 raise WrongFieldType("payload", "an object", payload)
             handler(self, line_no, obj.get("timestamp"), payload)
-        except RecordError as err:
-            note = str(err) if "payload" in obj else str(err).removeprefix("payload.")
-            bad = bad_record(SOURCE, self.source_path, line_no, err.reason, obj, note)
+        except Exception as err:  # whatever one line does, it costs that line alone
+            reason, note = failure(err)
+            if isinstance(err, RecordError) and "payload" not in obj:
+                note = note.removeprefix("payload.")
+            bad = bad_record(SOURCE, self.source_path, line_no, reason, obj, note)
             self.hold.push(self._label(bad))
 
     def _label(self, bad: BadLine) -> BadLine:
@@ -369,6 +398,9 @@ class _Rollout:
         wait_for: str | None = None,
     ) -> None:
         """Emit an event timed by `stamp`, a line's raw `timestamp` (read only for lines that emit)."""
+        if role in ("assistant", "tool"):  # the agent acts: the prompt before it is settled
+            self._unechoed_prompts = self._prompts_from_echoes = 0
+        ts, implausible = self.clock.read(stamp)
         new = new_event(
             (
                 SOURCE,
@@ -377,7 +409,7 @@ class _Rollout:
                 self.source_path,
                 line_no,
                 self.seq,
-                parse_ts(stamp),
+                ts,
                 role,
                 kind,
                 text,
@@ -402,6 +434,10 @@ class _Rollout:
         )
         self.seq += 1
         self.hold.push(new, wait_for)
+        if implausible and self._refused_line != line_no:  # kept untimed; one row for the line
+            self._refused_line = line_no
+            record = self._record if self._line_no == line_no else {"timestamp": stamp}
+            self.hold.push(self._label(self.clock.bad_row(SOURCE, self.source_path, line_no, stamp, record)))
 
     def _bare_record(self, line_no: int, obj: dict[str, Any], kind: object) -> None:
         """A line whose type is no rollout line type: a legacy bare line, or an unknown record."""
@@ -433,9 +469,8 @@ class _Rollout:
         self.git_branch = branch or self.git_branch
         self._set_cwd(cwd)
         created = payload.get("timestamp")
-        self._emit(
-            line_no, created if parse_ts(created) is not None else stamp, "system", "meta", instructions
-        )
+        when = created if self.clock.believe(created) is not None else stamp
+        self._emit(line_no, when, "system", "meta", instructions)
 
     def turn_context(self, line_no: int, stamp: object, payload: dict[str, Any]) -> None:
         cwd = get_str(payload, "cwd", "payload.")
@@ -466,6 +501,22 @@ class _Rollout:
         elif kind == "turn_aborted":
             reason = get_str(payload, "reason", "payload.") or "unknown"
             self._emit(line_no, stamp, "system", "meta", f"turn aborted: {reason}", interrupted=True)
+        elif kind == "user_message":
+            self._user_message(line_no, stamp, payload)
+
+    def _user_message(self, line_no: int, stamp: object, payload: dict[str, Any]) -> None:
+        """A prompt's echo: the user message itself when no response_item message pairs with it."""
+        text = get_str(payload, "message", "payload.")
+        images = sum(len(get_list(payload, key, "payload.") or ()) for key in ("images", "local_images"))
+        if images:
+            text = "\n".join([*([text] if text else []), *[IMAGE_PLACEHOLDER] * images])
+        if not text or _is_injected_context(text):
+            return
+        if self._unechoed_prompts:
+            self._unechoed_prompts -= 1  # the response_item gave this prompt already
+            return
+        self._prompts_from_echoes += 1
+        self._emit(line_no, stamp, "user", "message", text)
 
     def compacted(self, line_no: int, stamp: object, payload: dict[str, Any]) -> None:
         text = get_str(payload, "message", "payload.")
@@ -477,6 +528,10 @@ class _Rollout:
         role = get_str(payload, "role", "payload.")
         text = content_text(payload.get("content"), "payload.content")
         if role == "user" and not _is_injected_context(text):
+            if self._prompts_from_echoes:  # its event_msg echo came first and gave it
+                self._prompts_from_echoes -= 1
+                return
+            self._unechoed_prompts += 1
             self._emit(line_no, stamp, "user", "message", text)
         elif role == "assistant":
             self._emit(line_no, stamp, "assistant", "message", text)
@@ -557,6 +612,7 @@ class _Rollout:
         name = get_str(payload, "name", "payload.")
         if name is None:
             raise WrongFieldType("payload.name", "a string", None)
+        name = qualified_name(get_str(payload, "namespace", "payload."), name)
         call_id = get_str(payload, "call_id", "payload.")
         if call_id is not None:
             _remember(self.call_names, call_id, name)
@@ -581,8 +637,19 @@ class _Rollout:
     def _set_cwd(self, cwd: str | None) -> None:
         if cwd and (cwd != self.cwd or self.remote_url != self._repo_remote):  # else the repo stands
             self.cwd = cwd
-            self.repo = repo_name(cwd, self.remote_url)
+            self.repo = repo_name(cwd, self.remote_url, self.git_branch)
             self._repo_remote = self.remote_url
+
+
+def qualified_name(namespace: str | None, name: str) -> str:
+    """A namespaced tool's full name, as Claude Code names MCP tools: `mcp__<server>__<tool>`.
+
+    Codex Desktop writes the namespace as `mcp__<server>__` (or `mcp__<server>`); a name that
+    already carries its namespace is kept as it is.
+    """
+    if not namespace or name.startswith(namespace):
+        return name
+    return namespace + name if namespace.endswith("__") else f"{namespace}__{name}"
 
 
 # Plain substring tests first: most headers hold neither, and a regex search through one costs more.

@@ -1,12 +1,16 @@
 """Helpers that several format parsers share, so each format module holds only its own format.
 
 - typed field access (`get_str`, `get_dict`, ...) raising `WrongFieldType`, the
-  `RecordError`s a parser raises for a record that breaks its format, and `bad_record`,
-  the quarantine row for such a record;
+  `RecordError`s a parser raises for a record that breaks its format, `bad_record`,
+  the quarantine row for such a record, and `failure`, the reason and note for any exception
+  raised while reading one record (so no record can cost its file, let alone the run);
 - OpenAI-style message pieces: `content_text` (a content string or part list) and
   `parse_arguments` (a tool call's arguments, JSON string or object);
-- JSON-lines helpers: `sniff_first_line`, `fallback_start` for undated lines, and `Orphans`,
-  which parks bad lines until the session they belong to is known;
+- timestamps: `Clock`, which believes a file's times only from 2015 to its last write plus a day
+  (a 1970, epoch-0 or future time is quarantined as `implausible_timestamp`, its line kept
+  untimed, and never starts a session that would land on a day no run ingests);
+- JSON-lines helpers: `sniff_lines` (a head judged by its first few records), `fallback_start`
+  for undated lines, and `Orphans`, which parks bad lines until the session they belong to is known;
 - whole-file JSON formats (Gemini CLI, SWE-agent): `load_json_document` and `stamp_events`.
 
 Line reading itself lives in `lines.py`; reasons and the `Event` record in `schema.py`.
@@ -30,15 +34,21 @@ import orjson
 
 from trajectory_pipeline.ingest.parsers.lines import file_mtime_us, why_unreadable
 from trajectory_pipeline.schema import (
+    EARLIEST_PLAUSIBLE_TS,
     FILE_TOO_LARGE,
+    IMPLAUSIBLE_TIMESTAMP,
     NOT_AN_OBJECT,
     TRUNCATED_FILE,
     UNKNOWN_RECORD_TYPE,
+    UNREADABLE_RECORD,
     WRONG_FIELD_TYPE,
     BadLine,
     Event,
+    TooDeepError,
     event,
     excerpt,
+    parse_ts,
+    ts_to_datetime,
 )
 
 # One event's fields before the file-wide ones (source, session, seq) are added.
@@ -55,6 +65,8 @@ MAX_FILE_BYTES = 256 * 1024 * 1024
 ORPHAN_CAP = 10_000
 
 _NOTE_SOURCE_BYTES = 1024
+# What a quarantine excerpt keeps of a value nested too deeply to serialize whole.
+_EXCERPT_DEPTH = 8
 
 
 # --- typed field access ----------------------------------------------------------------------
@@ -151,11 +163,115 @@ def bad_record(
     The raw bytes are gone by then, so the excerpt and byte length come from re-serializing
     the value; a `note` (what was wrong) leads the excerpt when given.
     """
-    raw = orjson.dumps(value, default=repr)
+    try:
+        raw = orjson.dumps(value, default=repr)
+    except (TypeError, ValueError, RecursionError):  # nested too deeply: its outer levels tell enough
+        raw = orjson.dumps(_shallow(value, _EXCERPT_DEPTH), default=repr)
     text: bytes | str = raw
     if note is not None:
         text = f"{note} | {raw[:_NOTE_SOURCE_BYTES].decode('utf-8', errors='replace')}"
     return BadLine(source, source_path, line_no, reason, excerpt(text), len(raw), session_id, session_start)
+
+
+def _shallow(value: object, depth: int) -> object:
+    """`value` with what lies below `depth` levels replaced by "…" (recursion at most `depth` deep)."""
+    if isinstance(value, dict):
+        return {str(k): _shallow(v, depth - 1) for k, v in value.items()} if depth > 0 else "…"
+    if isinstance(value, list | tuple):
+        return [_shallow(v, depth - 1) for v in value] if depth > 0 else "…"
+    return value
+
+
+def failure(err: Exception) -> tuple[str, str]:
+    """The quarantine reason and note for an exception raised while reading one record.
+
+    A `RecordError` (the record breaks its format) and a `TooDeepError` carry their own reason;
+    anything else, a parser's own bug on an input nobody foresaw included, is `unreadable_record`,
+    its note naming the exception, so the record is quarantined and the file read on.
+    """
+    if isinstance(err, RecordError | TooDeepError):
+        return err.reason, str(err)
+    return UNREADABLE_RECORD, f"{type(err).__name__}: {err}"
+
+
+# --- timestamps ------------------------------------------------------------------------------
+
+DAY_US = 86_400 * 1_000_000
+_NO_LATEST = 2**62  # a file whose modification time cannot be read bounds no time from above
+
+
+class Clock:
+    """Which of one file's timestamps to believe: from 2015-01-01 (EARLIEST_PLAUSIBLE_TS) to the
+    file's modification time plus a day, the slack planning gives a file (`days._verdicts`).
+
+    A time outside that is a clock that was not set (1970, epoch 0) or a future one: a session
+    started by it would land on a day no run ingests, or that planning never reads the file for,
+    and vanish. Parsers time such a line's events with None (its neighbours order it), start its
+    session at the first plausible time, and quarantine a row `implausible_timestamp` for the line.
+    """
+
+    __slots__ = ("_latest", "_path")
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._latest: int | None = None  # read when first needed: most lines are judged by the floor
+
+    @property
+    def latest(self) -> int:
+        if self._latest is None:
+            try:
+                self._latest = file_mtime_us(self._path) + DAY_US
+            except OSError:
+                self._latest = _NO_LATEST
+        return self._latest
+
+    def read(self, value: object) -> tuple[int | None, bool]:
+        """A timestamp field's time when it is believed (else None), and whether it was refused as
+        implausible (a time, or a number, out of range) rather than absent or unreadable."""
+        ts = parse_ts(value)
+        if ts is None:
+            return None, isinstance(value, int | float) and not isinstance(value, bool)
+        if EARLIEST_PLAUSIBLE_TS <= ts <= self.latest:
+            return ts, False
+        return None, True
+
+    def believe(self, value: object) -> int | None:
+        """`read(value)[0]`: the time, when there is one to believe."""
+        return self.read(value)[0]
+
+    def why(self, value: object) -> str:
+        """What is wrong with a refused time, for the quarantine note."""
+        ts = parse_ts(value)
+        shown = repr(value)[:60]
+        if ts is None:
+            return f"timestamp {shown} is no representable time"
+        if ts < EARLIEST_PLAUSIBLE_TS:
+            return f"timestamp {shown} ({ts_to_datetime(ts):%Y-%m-%d}) is before 2015-01-01"
+        return f"timestamp {shown} is later than a day after the file was last written"
+
+    def bad_row(
+        self,
+        source: str,
+        source_path: str,
+        line_no: int,
+        value: object,
+        record: object,
+        *,
+        session_id: str | None = None,
+        session_start: int | None = None,
+    ) -> BadLine:
+        """The `implausible_timestamp` row of a line whose events were kept untimed."""
+        note = f"{self.why(value)}; the line is kept without it"
+        return bad_record(
+            source,
+            source_path,
+            line_no,
+            IMPLAUSIBLE_TIMESTAMP,
+            record,
+            note,
+            session_id=session_id,
+            session_start=session_start,
+        )
 
 
 # --- OpenAI-style message pieces -------------------------------------------------------------
@@ -210,7 +326,7 @@ def content_text(content: object, where: str = "content") -> str | None:
 # --- JSON-lines formats ----------------------------------------------------------------------
 
 
-SNIFF_LINES = 20  # lines of the head a sniff may look through
+SNIFF_LINES = 20  # lines of the head a sniff may look through, damaged ones included
 
 
 def _head_lines(head: bytes) -> Iterator[tuple[bytes, bool]]:
@@ -229,12 +345,22 @@ def _head_lines(head: bytes) -> Iterator[tuple[bytes, bool]]:
         start = end + 1
 
 
-def sniff_first_line(
-    head: bytes, matches: Callable[[dict[str, Any]], bool], prefix: re.Pattern[bytes]
+# Records of the head a sniff judges the file by. A file may open with a line its format does not
+# have (a header, an entry type added since, `{"messages": []}`, an entry without its time): one
+# odd line must not make the whole file unrecognized. It is quarantined when parsed, like any other.
+SNIFF_RECORDS = 5
+
+
+def sniff_lines(
+    head: bytes,
+    matches: Callable[[dict[str, Any]], bool],
+    prefix: re.Pattern[bytes],
+    records: int = SNIFF_RECORDS,
 ) -> bool:
-    """Judge a JSON-lines head by its first line that parses (a damaged line before it must not
-    cost the file its good lines: it is quarantined like any other), or by a line's opening bytes
-    when the head cuts that line short."""
+    """Judge a JSON-lines head by its first `records` lines that parse (damaged lines between them
+    are skipped: they are quarantined like any other): it is the format's when one of them is a
+    record of it. A line the head cuts short is judged by its opening bytes."""
+    judged = 0
     for line, complete in itertools.islice(_head_lines(head), SNIFF_LINES):
         try:
             obj = orjson.loads(line)
@@ -242,7 +368,11 @@ def sniff_first_line(
             if not complete:
                 return prefix.match(line) is not None
             continue
-        return isinstance(obj, dict) and matches(obj)
+        if isinstance(obj, dict) and matches(obj):
+            return True
+        judged += 1
+        if judged >= records:
+            return False
     return False
 
 

@@ -26,8 +26,10 @@ from typing import Any
 
 from trajectory_pipeline.ingest.parsers.common import (
     MAX_FILE_BYTES,
+    Clock,
     Fields,
     bad_record,
+    failure,
     load_json_document,
     stamp_events,
 )
@@ -82,10 +84,11 @@ def sniff(path: Path, head: bytes) -> bool:
 
 
 def earliest_start(path: Path) -> int | None:
-    """`startTime`, or the first message's timestamp, from the file's head."""
+    """`startTime`, or the first message's timestamp, from the file's head (believed ones only)."""
     head = read_head(path)
+    clock = Clock(path)
     found = (pattern.search(head) for pattern in (_START_TIME, _TIMESTAMP))
-    stamps = [parse_ts(match.group(1).decode("utf-8", "replace")) for match in found if match]
+    stamps = [clock.believe(match.group(1).decode("utf-8", "replace")) for match in found if match]
     known = [stamp for stamp in stamps if stamp is not None]
     return min(known) if known else None
 
@@ -98,7 +101,8 @@ def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | 
         return
     messages = doc.get("messages")
     session_id = doc.get("sessionId") if isinstance(doc.get("sessionId"), str) else path.stem
-    session_start = _session_start(path, doc.get("startTime"), messages)
+    clock = Clock(path)
+    session_start = _session_start(path, doc.get("startTime"), messages, clock)
     if not isinstance(messages, list):
         broken = {"messages": messages}
         yield bad_record(
@@ -111,28 +115,39 @@ def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | 
         "session_start": session_start,
         "source_path": str(path),
     }
-    yield from stamp_events(_message_stream(path, messages), common)
+    yield from stamp_events(_message_stream(path, messages, clock), common)
 
 
-def _session_start(path: Path, start_time: Any, messages: Any) -> int:
-    start = parse_ts(start_time)
+def _session_start(path: Path, start_time: Any, messages: Any, clock: Clock) -> int:
+    """`startTime`, else the earliest message time, else the file's mtime: believed times only."""
+    start = clock.believe(start_time)
     if start is not None:
         return start
     if isinstance(messages, list):
-        stamps = [parse_ts(m.get("timestamp")) for m in messages if isinstance(m, dict)]
+        stamps = [clock.believe(m.get("timestamp")) for m in messages if isinstance(m, dict)]
         known = [stamp for stamp in stamps if stamp is not None]
         if known:
             return min(known)
     return file_mtime_us(path)
 
 
-def _message_stream(path: Path, messages: list[Any]) -> Iterator[Fields | BadLine]:
+def _message_stream(path: Path, messages: list[Any], clock: Clock) -> Iterator[Fields | BadLine]:
     for line_no, message in enumerate(messages, start=1):
         problem = _why_unusable(message)
         if problem is not None:
             yield bad_record(SOURCE, str(path), line_no, problem, message)
-        else:
-            yield from _message_fields(message, line_no)
+            continue
+        stamp = message.get("timestamp")
+        ts, implausible = clock.read(stamp)
+        try:  # whole, before any is given: whatever one message does, it costs that message alone
+            fields = list(_message_fields(message, line_no, ts))
+        except Exception as err:
+            reason, note = failure(err)
+            yield bad_record(SOURCE, str(path), line_no, reason, message, note)
+            continue
+        yield from fields
+        if implausible:
+            yield clock.bad_row(SOURCE, str(path), line_no, stamp, message)
 
 
 def _why_unusable(message: Any) -> str | None:
@@ -153,11 +168,11 @@ def _why_unusable(message: Any) -> str | None:
     return None
 
 
-def _message_fields(message: dict[str, Any], line_no: int) -> Iterator[Fields]:
+def _message_fields(message: dict[str, Any], line_no: int, ts: int | None) -> Iterator[Fields]:
     role, kind = _ROLE_KIND[message["type"]]
     base: Fields = {
         "line_no": line_no,
-        "ts": parse_ts(message.get("timestamp")),
+        "ts": ts,
         "role": role,
         "event_id": message.get("id") if isinstance(message.get("id"), str) else None,
     }

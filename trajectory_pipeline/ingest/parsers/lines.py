@@ -2,7 +2,11 @@
 
 `read_json_lines` yields either a parsed object or a `BadLine` saying why the
 line was refused (invalid UTF-8, malformed JSON, a truncated last line, a line
-over the size cap, binary junk, a JSON value that is not an object). Files are read
+over the size cap, binary junk, a JSON value that is not an object). A UTF-8 byte-order
+mark before the first line is dropped (editors on Windows write one), and a line whose only
+flaw is half a UTF-16 surrogate pair (`"\\ud83d"`, an emoji cut in two) is kept with U+FFFD in
+its place, preceded by a `lone_surrogate` BadLine that ingestion counts as a repair, not a
+quarantined line. Files are read
 in blocks that are split whole, and a line past the size limit is dropped as it is read,
 so a multi-gigabyte line never sits in memory; `read_lines` is that capped reading alone,
 for text formats (aider's markdown log). `JsonLines` is `read_json_lines` for a format
@@ -15,10 +19,12 @@ that must read the file's head before its first line (codex), without reading it
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import functools
 import itertools
 import os
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, NamedTuple, cast
@@ -28,13 +34,13 @@ import orjson
 from trajectory_pipeline.schema import (
     BINARY_JUNK,
     INVALID_UTF8,
+    LONE_SURROGATE,
     MALFORMED_JSON,
     NOT_AN_OBJECT,
     OVERSIZE_LINE,
     TRUNCATED_LINE,
     BadLine,
     excerpt,
-    parse_ts,
 )
 
 MAX_LINE_BYTES = 8 * 1024 * 1024  # real Claude Code lines reach ~200 KB; 8 MiB is far past that
@@ -113,7 +119,13 @@ def _line_batches(fd: int, cap: int, first_block: int = _BLOCK) -> Iterator[list
     pending_len = 0
     oversize: bytes | None = None  # the head of an over-cap line whose newline is still unread
     size = first_block
+    first = True
     while block := os.read(fd, size):
+        if first:
+            first = False
+            block = _without_bom(block, fd)
+            if not block:
+                continue
         if size < _BLOCK:
             size = min(2 * size, _BLOCK)
         if oversize is not None:
@@ -142,6 +154,54 @@ def _line_batches(fd: int, cap: int, first_block: int = _BLOCK) -> Iterator[list
     elif pending:
         last = b"".join(pending)
         yield [_Tail(last, len(last), False)]
+
+
+def _without_bom(block: bytes, fd: int) -> bytes:
+    """The file's first block without a UTF-8 byte-order mark (read on when the block cuts one)."""
+    while len(block) < len(codecs.BOM_UTF8) and codecs.BOM_UTF8.startswith(block):
+        more = os.read(fd, len(codecs.BOM_UTF8) - len(block))
+        if not more:
+            break
+        block += more
+    return block.removeprefix(codecs.BOM_UTF8)
+
+
+# A JSON string escape of a UTF-16 surrogate: a pair is one character, a lone half is no character
+# and orjson refuses the whole line. Escaped backslashes are matched first, so one followed by
+# "ud83d" is left alone.
+_SURROGATE_ESCAPE = re.compile(
+    rb"(\\\\)|(\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})|\\u[dD][89a-fA-F][0-9a-fA-F]{2}"
+)
+_REPLACEMENT = rb"\ufffd"
+
+
+def mend_surrogates(body: bytes) -> tuple[bytes, int]:
+    """`body` with each lone surrogate escape replaced by U+FFFD's, and how many were."""
+    count = 0
+
+    def replace(match: re.Match[bytes]) -> bytes:
+        nonlocal count
+        if match.group(1) is not None or match.group(2) is not None:
+            return match.group(0)
+        count += 1
+        return _REPLACEMENT
+
+    mended = _SURROGATE_ESCAPE.sub(replace, body)
+    return mended, count
+
+
+def loads_mended(body: bytes) -> tuple[Any, int]:
+    """`orjson.loads(body)`, or, when the line's only flaw is lone surrogate escapes, the line read
+    with U+FFFD in their place, and how many there were; raises JSONDecodeError otherwise."""
+    try:
+        return orjson.loads(body), 0
+    except orjson.JSONDecodeError:
+        if b"\\u" not in body:
+            raise
+        mended, count = mend_surrogates(body)
+        if not count:
+            raise
+        return orjson.loads(mended), count
 
 
 @contextlib.contextmanager
@@ -241,9 +301,16 @@ class JsonLines:
                 self._read.append((line, _UNPARSED))
                 return
             try:
-                parsed = orjson.loads(text)
+                parsed, mended = loads_mended(text)
             except orjson.JSONDecodeError:
                 parsed = _UNPARSED
+            else:
+                if mended:  # iterating reads the line again, and reports the repair
+                    self._read.append((line, _UNPARSED))
+                    if type(parsed) is dict:
+                        given += 1
+                        yield parsed
+                    continue
             self._read.append((line, parsed))
             if type(parsed) is dict:
                 given += 1
@@ -263,7 +330,7 @@ class JsonLines:
             if type(parsed) is dict and type(line) is bytes and len(line) <= cap:
                 yield _json_line_of((line_no, parsed))
             elif item := _json_line(source, source_path, line_no, line, cap, parsed):
-                yield item
+                yield from item
         loads = orjson.loads
         for line in self._opened_lines():
             line_no += 1
@@ -278,7 +345,7 @@ class JsonLines:
                         yield _json_line_of((line_no, obj))
                         continue
             if item := _json_line(source, source_path, line_no, line, cap):
-                yield item
+                yield from item
 
 
 _UNPARSED = object()  # no orjson.loads result at hand
@@ -286,33 +353,42 @@ _UNPARSED = object()  # no orjson.loads result at hand
 
 def _json_line(
     source: str, source_path: str, line_no: int, line: bytes | _Tail, cap: int, parsed: object = _UNPARSED
-) -> JsonLine | BadLine | None:
-    """One line as an object, a BadLine saying why it is not one, or None when it is blank.
+) -> list[JsonLine | BadLine]:
+    """One line as an object, a BadLine saying why it is not one, or nothing when it is blank; a
+    line kept by mending lone surrogates comes after a `lone_surrogate` BadLine reporting it.
 
     `parsed` is `orjson.loads(line)` when the caller already has it.
     """
     if isinstance(line, _Tail):
         if line.oversize:
-            return BadLine(source, source_path, line_no, OVERSIZE_LINE, excerpt(line.head), line.byte_len)
+            return [BadLine(source, source_path, line_no, OVERSIZE_LINE, excerpt(line.head), line.byte_len)]
         text, byte_len, cut_short = line.head, line.byte_len, True
     elif len(line) > cap:
-        return BadLine(source, source_path, line_no, OVERSIZE_LINE, excerpt(line[:cap]), len(line) + 1)
+        return [BadLine(source, source_path, line_no, OVERSIZE_LINE, excerpt(line[:cap]), len(line) + 1)]
     else:
         text, byte_len, cut_short = line, len(line) + 1, False
     if type(parsed) is dict:
-        return JsonLine(line_no, parsed)
+        return [JsonLine(line_no, parsed)]
     body = text.strip()
     if not body:
-        return None
+        return []
     try:
-        obj = orjson.loads(body)
+        obj, mended = loads_mended(body)
     except orjson.JSONDecodeError:
         reason = why_unreadable(body, cut_short)
     else:
         if isinstance(obj, dict):
-            return JsonLine(line_no, obj)
+            if not mended:
+                return [JsonLine(line_no, obj)]
+            note = f"{mended} lone surrogate escape(s) read as U+FFFD | {_text(body)}"
+            repair = BadLine(source, source_path, line_no, LONE_SURROGATE, excerpt(note), byte_len)
+            return [repair, JsonLine(line_no, obj)]
         reason = NOT_AN_OBJECT
-    return BadLine(source, source_path, line_no, reason, excerpt(body), byte_len)
+    return [BadLine(source, source_path, line_no, reason, excerpt(body), byte_len)]
+
+
+def _text(body: bytes) -> str:
+    return body[: 4 * 2000].decode("utf-8", errors="replace")
 
 
 def why_unreadable(body: bytes, cut_short: bool, truncated: str = TRUNCATED_LINE) -> str:
@@ -328,10 +404,11 @@ def why_unreadable(body: bytes, cut_short: bool, truncated: str = TRUNCATED_LINE
 
 
 def read_head(path: Path, max_bytes: int = 64 * 1024) -> bytes:
-    """The first bytes of a file, for sniffing its format without reading it all."""
+    """The first bytes of a file, for sniffing its format without reading it all (less a UTF-8
+    byte-order mark)."""
     fd = os.open(path, os.O_RDONLY)  # no buffered file object: a listing sniffs every file
     try:
-        return os.read(fd, max_bytes)
+        return _without_bom(os.read(fd, max_bytes), fd)
     finally:
         os.close(fd)
 
@@ -353,6 +430,8 @@ def head_objects(
 def _head_objects_by_line(path: Path, max_lines: int, max_bytes: int) -> Iterator[dict[str, Any]]:
     """`head_objects`, one capped line at a time: where `JsonLines.head_objects` cannot go on."""
     with open(path, "rb") as handle:
+        if handle.read(len(codecs.BOM_UTF8)) != codecs.BOM_UTF8:
+            handle.seek(0)
         budget = max_bytes
         for _ in range(max_lines):
             raw, byte_len, oversize = read_capped_line(handle, min(MAX_LINE_BYTES, budget))
@@ -366,20 +445,11 @@ def _head_objects_by_line(path: Path, max_lines: int, max_bytes: int) -> Iterato
             if budget <= 0:
                 return
             try:
-                obj = orjson.loads(raw)
+                obj, _ = loads_mended(raw)
             except orjson.JSONDecodeError:
                 continue
             if isinstance(obj, dict):
                 yield obj
-
-
-def first_timestamp(objects: Iterator[dict[str, Any]], key: str = "timestamp") -> int | None:
-    """The first readable `key` timestamp among `objects` (µs UTC)."""
-    for obj in objects:
-        ts = parse_ts(obj.get(key))
-        if ts is not None:
-            return ts
-    return None
 
 
 def file_mtime_us(path: Path) -> int:

@@ -13,7 +13,11 @@ A day file holds several sessions: a new one starts when MORE than five minutes 
 between consecutive entries (exactly five minutes stays one session). The session id is
 `<file stem>-<HHMMSS UTC of its first entry>`, stable across runs and machines. Entries
 are assumed to be appended in time order, as a log is. Timestamps without a zone are read
-as UTC (see `parse_ts`), whatever the local zone the agent ran in.
+as UTC (see `parse_ts`), whatever the local zone the agent ran in. A time that is not believed
+(`common.Clock`: before 2015, as a clock never set gives, or past a day after the file's last
+write) neither opens nor splits a session: the entry is kept untimed in the session around it
+(the first session, for entries before any believed time; one at the file's fallback start when
+no entry has one) with an `implausible_timestamp` row, so no session lands on a day never ingested.
 
 A session stays whole, in the partition of the day it started, even when the agent rotates
 to the next day's file in the middle of it: when the first entry of `session_<D>.jsonl` is
@@ -31,6 +35,7 @@ different ends of such a chain may then disagree on its id). Events keep their o
 
 from __future__ import annotations
 
+import codecs
 import datetime as dt
 import os
 import re
@@ -41,26 +46,28 @@ from typing import Any, NamedTuple
 import orjson
 
 from trajectory_pipeline.ingest.parsers.common import (
+    Clock,
     Orphans,
-    RecordError,
     UnknownRecordType,
     WrongFieldType,
     bad_record,
     content_text,
+    failure,
+    fallback_start,
     get_number,
     get_str,
     new_event,
     parse_arguments,
-    sniff_first_line,
+    sniff_lines,
 )
 from trajectory_pipeline.ingest.parsers.lines import (
     MAX_LINE_BYTES,
     JsonLine,
-    first_timestamp,
     head_objects,
+    loads_mended,
     read_json_lines,
 )
-from trajectory_pipeline.schema import BadLine, Event, canonical_json, parse_ts, ts_to_datetime
+from trajectory_pipeline.schema import BadLine, Event, canonical_json, ts_to_datetime
 
 SOURCE = "own_agent"
 GLOBS = ("**/session_*.jsonl",)
@@ -101,16 +108,18 @@ _OWN_PREFIX = re.compile(rb'\{\s*"type"\s*:\s*"(message|tool_call|error|decision
 
 
 def sniff(path: Path, head: bytes) -> bool:
-    """A first line that is an entry of one of the four types, with a timestamp and none of the
-    keys that mark codex, Claude Code or chat lines."""
-    return sniff_first_line(head, _looks_like_own_agent, _OWN_PREFIX)
+    """One of the first records (`common.sniff_lines`) is an entry of one of the four types, with a
+    timestamp and none of the keys that mark codex, Claude Code or chat lines: a header line, an
+    entry type added since or an entry without its time before it costs the file nothing."""
+    return sniff_lines(head, _looks_like_own_agent, _OWN_PREFIX)
 
 
 def earliest_start(path: Path) -> int | None:
     """The first session's start: the first entry's time or, when that entry continues the previous
     day file's last session, that session's start. Entries being in time order, every later
     session starts after it."""
-    first = first_timestamp(head_objects(path))
+    clock = Clock(path)
+    first = next((ts for obj in head_objects(path) if (ts := clock.believe(obj.get("timestamp")))), None)
     if first is None:
         return None
     carried = _carried_session(path, first, MAX_LINE_BYTES, CHAIN_FILES)
@@ -149,6 +158,10 @@ class _Sessions:
             self._used.add(session_id)
             self.session_id, self.session_start = session_id, ts
         return opens
+
+    def start_untimed(self, start: int) -> None:
+        """Open the session of a file none of whose entries has a believable time, at `start`."""
+        self.session_id, self.session_start = f"{self._path.stem}-{ts_to_datetime(start):%H%M%S}", start
 
 
 def _previous_day_file(path: Path) -> Path | None:
@@ -189,9 +202,10 @@ def _carried_session(path: Path, first_ts: int, max_line_bytes: int, depth: int)
 
 def _timestamps(path: Path, max_line_bytes: int) -> Iterator[tuple[int, int]]:
     """(ts, line_no) for every entry with a readable time: the entries that place sessions."""
+    clock = Clock(path)
     for item in read_json_lines(path, SOURCE, max_line_bytes):
         if isinstance(item, JsonLine):
-            ts = parse_ts(item.obj.get("timestamp"))
+            ts = clock.believe(item.obj.get("timestamp"))
             if ts is not None:
                 yield ts, item.line_no
 
@@ -206,8 +220,11 @@ def _last_timestamp(path: Path, max_line_bytes: int) -> int | None:
         lines = handle.read(size - start).split(b"\n")
     if start > 0:
         lines = lines[1:]  # the first piece may be the end of a longer line
+    elif lines:
+        lines[0] = lines[0].removeprefix(codecs.BOM_UTF8)
+    clock = Clock(path)
     for line in reversed(lines):
-        ts = _line_timestamp(line, max_line_bytes)
+        ts = _line_timestamp(line, max_line_bytes, clock)
         if ts is not None:
             return ts
     if start == 0:
@@ -218,17 +235,17 @@ def _last_timestamp(path: Path, max_line_bytes: int) -> int | None:
     return last
 
 
-def _line_timestamp(line: bytes, max_line_bytes: int) -> int | None:
-    """A line's `timestamp`, read as `read_json_lines` would read the line (oversize lines are not
-    entries)."""
+def _line_timestamp(line: bytes, max_line_bytes: int, clock: Clock) -> int | None:
+    """A line's believable `timestamp`, read as `read_json_lines` would read the line (oversize lines
+    are not entries)."""
     body = line.strip()
     if not body or len(line) > max_line_bytes:
         return None
     try:
-        obj = orjson.loads(body)
+        obj, _ = loads_mended(body)
     except orjson.JSONDecodeError:
         return None
-    return parse_ts(obj.get("timestamp")) if isinstance(obj, dict) else None
+    return clock.believe(obj.get("timestamp")) if isinstance(obj, dict) else None
 
 
 def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | BadLine]:
@@ -237,32 +254,71 @@ def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | 
     stem = path.stem
     sessions = _Sessions(path, max_line_bytes, CHAIN_FILES)
     orphans = Orphans(path)
+    clock = Clock(path)
+    # Events of entries whose time is not believed, read before any session started: they join
+    # the first session (or one at the file's fallback start, at the end). Built, in file order.
+    waiting: list[tuple[int, int, _Row, float | None]] = []  # (line_no, seq, row, confidence)
     seq = 0
     for item in read_json_lines(path, SOURCE, max_line_bytes):
         if isinstance(item, BadLine):
             bad = item
         else:
-            ts = parse_ts(item.obj.get("timestamp"))
-            if ts is not None and sessions.advance(ts, item.line_no):
+            line_no, obj = item
+            raw_ts = obj.get("timestamp")
+            ts, implausible = clock.read(raw_ts)
+            if ts is not None and sessions.advance(ts, line_no):
                 yield from orphans.release(sessions.session_id, sessions.session_start)
+                yield from _released(waiting, sessions, source_path)
             try:
-                rows, confidence = _entry_events(item.obj, ts, f"{stem}-L{item.line_no}")
-            except RecordError as err:
-                bad = bad_record(SOURCE, source_path, item.line_no, err.reason, item.obj, str(err))
+                rows, confidence = _entry_events(obj, ts, f"{stem}-L{line_no}", untimed=implausible)
+            except Exception as err:  # whatever one entry does, it costs that entry alone
+                reason, note = failure(err)
+                bad = bad_record(SOURCE, source_path, line_no, reason, obj, note)
             else:
-                head = (SOURCE, sessions.session_id, sessions.session_start, source_path, item.line_no)
+                if sessions.session_id is None:  # untimed, and no session yet: it waits for one
+                    for row in rows:
+                        waiting.append((line_no, seq, row, confidence))
+                        seq += 1
+                    yield from orphans.hold(clock.bad_row(SOURCE, source_path, line_no, raw_ts, obj))
+                    continue
+                head = (SOURCE, sessions.session_id, sessions.session_start, source_path, line_no)
                 # After the row: cwd, repo, git_branch, model, is_sidechain, agent_id, event_id,
                 # parent_id and interrupted (none known here), the confidence, and the defaults.
                 rest = (None, None, None, None, False, None, None, None, False, confidence, False, 0)
                 for row in rows:
                     yield new_event((*head, seq, ts, *row, *rest))
                     seq += 1
+                if implausible:
+                    yield clock.bad_row(
+                        SOURCE,
+                        source_path,
+                        line_no,
+                        raw_ts,
+                        obj,
+                        session_id=sessions.session_id,
+                        session_start=sessions.session_start,
+                    )
                 continue
         if sessions.session_id is None:
             yield from orphans.hold(bad)
         else:
             yield bad._replace(session_id=sessions.session_id, session_start=sessions.session_start)
+    if waiting:  # no entry of the file had a believable time: one session, at its fallback start
+        sessions.start_untimed(fallback_start(path))
+        yield from orphans.release(sessions.session_id, sessions.session_start)
+        yield from _released(waiting, sessions, source_path)
     yield from orphans.release(None, None)
+
+
+def _released(
+    waiting: list[tuple[int, int, _Row, float | None]], sessions: _Sessions, source_path: str
+) -> Iterator[Event]:
+    """The waiting events, now in the session just started; `waiting` is emptied."""
+    rest = (None, None, None, None, False, None, None, None, False)
+    for line_no, seq, row, confidence in waiting:
+        head = (SOURCE, sessions.session_id, sessions.session_start, source_path, line_no, seq, None)
+        yield new_event((*head, *row, *rest, confidence, False, 0))
+    waiting.clear()
 
 
 class _Row(NamedTuple):
@@ -278,9 +334,14 @@ class _Row(NamedTuple):
     exit_code: int | None = None
 
 
-def _entry_events(obj: dict[str, Any], ts: int | None, call_id: str) -> tuple[list[_Row], float | None]:
-    """The events one entry gives and its confidence, or an exception saying why it cannot be read."""
-    if ts is None:
+def _entry_events(
+    obj: dict[str, Any], ts: int | None, call_id: str, *, untimed: bool = False
+) -> tuple[list[_Row], float | None]:
+    """The events one entry gives and its confidence, or an exception saying why it cannot be read.
+
+    `untimed`: the entry's time was refused as implausible, so its lack is no error.
+    """
+    if ts is None and not untimed:
         raise WrongFieldType("timestamp", "an ISO-8601 string or epoch number", obj.get("timestamp"))
     kind = obj.get("type")
     if not isinstance(kind, str) or kind not in _ENTRY_EVENTS:  # a list or object type is unhashable

@@ -41,6 +41,7 @@ from trajectory_pipeline.ingest.parsers.common import (
     MAX_FILE_BYTES,
     Fields,
     bad_record,
+    failure,
     load_json_document,
     stamp_events,
 )
@@ -154,7 +155,13 @@ class _Conversation:
                 # A worked example from the prompt config, not part of this run's work.
                 continue
             else:
-                yield from self._message(message, line_no)
+                try:  # whole, before any is given: whatever one message does, it costs it alone
+                    fields = list(self._message(message, line_no))
+                except Exception as err:
+                    reason, note = failure(err)
+                    yield bad_record(SOURCE, str(self.path), line_no, reason, message, note)
+                    continue
+                yield from fields
 
     def _message(self, message: dict[str, Any], line_no: int) -> Iterator[Fields]:
         role, text = message["role"], content_text(message.get("content"))
@@ -244,32 +251,43 @@ def _step_fields(
         ):
             yield bad_record(SOURCE, str(path), line_no, WRONG_FIELD_TYPE, step)
             continue
-        base: Fields = {"line_no": line_no, "ts": None}
-        text = step.get("thought") or step.get("response")
-        if text:
-            yield {**base, "role": "assistant", "kind": "message", "text": text, "model": model}
-        action = (step.get("action") or "").strip()
-        if not action:
+        try:  # whole, before any is given: whatever one step does, it costs that step alone
+            fields = list(_one_step(step, line_no, session_id, model))
+        except Exception as err:
+            reason, note = failure(err)
+            yield bad_record(SOURCE, str(path), line_no, reason, step, note)
             continue
-        call_id = f"{session_id}:step{line_no}"
+        yield from fields
+
+
+def _one_step(step: dict[str, Any], line_no: int, session_id: str, model: str | None) -> Iterator[Fields]:
+    """The events of one `trajectory` step."""
+    base: Fields = {"line_no": line_no, "ts": None}
+    text = step.get("thought") or step.get("response")
+    if text:
+        yield {**base, "role": "assistant", "kind": "message", "text": text, "model": model}
+    action = (step.get("action") or "").strip()
+    if not action:
+        return
+    call_id = f"{session_id}:step{line_no}"
+    yield {
+        **base,
+        "role": "assistant",
+        "kind": "tool_call",
+        "tool_name": "bash",
+        "tool_call_id": call_id,
+        "tool_input": canonical_json({"command": action}),
+        "model": model,
+    }
+    if step.get("observation") is not None:
         yield {
             **base,
-            "role": "assistant",
-            "kind": "tool_call",
+            "role": "tool",
+            "kind": "tool_result",
+            "text": step["observation"],
             "tool_name": "bash",
             "tool_call_id": call_id,
-            "tool_input": canonical_json({"command": action}),
-            "model": model,
         }
-        if step.get("observation") is not None:
-            yield {
-                **base,
-                "role": "tool",
-                "kind": "tool_result",
-                "text": step["observation"],
-                "tool_name": "bash",
-                "tool_call_id": call_id,
-            }
 
 
 def _why_unusable(message: Any) -> str | None:
