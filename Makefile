@@ -45,7 +45,7 @@ demo: install  ## generate the sample corpus and materialize the chain on it thr
 
 test: install $(CHROMIUM)  ## the whole suite, slow end-to-end tests included
 	$(BIN)/python -m tests.postgres_server install  # Debian's postgresql when missing (as root), for test_postgres
-	$(BIN)/python -m pytest
+	$(WITH_BLAS) $(BIN)/python -m pytest
 
 # Debian's Chromium for the browser test (tests/test_ui_browser.py), installed when missing where root
 # and apt-get are at hand; elsewhere that test skips. apt's key check runs as the _apt user: its

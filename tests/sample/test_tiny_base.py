@@ -7,12 +7,11 @@ import dataclasses
 from pathlib import Path
 
 import mlx.core as mx
-import orjson
 import pytest
 
-from tests.evaluation.test_replay import _row, _rows
+from tests.evaluation.test_replay import _rows
 from trajectory_pipeline.dataset.mlx_data import write_mlx_dataset
-from trajectory_pipeline.sample.tiny_base import BaseTraining, learn_base, pretraining_record, short_view
+from trajectory_pipeline.sample.tiny_base import BaseTraining, learn_base, pretraining_record
 from trajectory_pipeline.sample.tiny_model import TinyModelSpec, build_tiny_model
 
 SETTINGS = BaseTraining(iters=3, batch_size=1, learning_rate=1e-2)
@@ -59,19 +58,6 @@ def test_settings_are_validated() -> None:
         BaseTraining(iters=0)
     with pytest.raises(ValueError, match="learning_rate"):
         BaseTraining(learning_rate=0.0)
-
-
-@pytest.mark.parametrize(
-    ("keep", "roles"),
-    [(0, ["system", "user"]), (1, ["system", "user"]), (2, ["system", "user", "assistant", "tool"])],
-)
-def test_short_views_keep_the_instruction_the_decision_and_whole_exchanges(
-    keep: int, roles: list[str]
-) -> None:
-    record = orjson.loads(_row("s", 3, "train")["record"])  # three read_file exchanges, then the target
-    view = short_view(record, keep)
-    assert [m["role"] for m in view["messages"][:-1]] == roles  # a tool result never opens the history
-    assert view["messages"][-1] == record["messages"][-1] and view["tools"] == record["tools"]
 
 
 def test_a_base_learned_otherwise_is_refused_until_the_model_is_rebuilt(tmp_path: Path) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import time
 import types
 from collections.abc import Callable
@@ -23,9 +22,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from trajectory_pipeline.config import knob
 from trajectory_pipeline.dataset.mlx_data import read_manifest
-from trajectory_pipeline.dataset.render import FLOOR
-from trajectory_pipeline.parquet_io import ensure_private_dir, write_bytes_atomic
+from trajectory_pipeline.parquet_io import write_bytes_atomic
 from trajectory_pipeline.sample.tiny_model import PRETRAINING_RECORD, safetensors_bytes
 
 RECORD = PRETRAINING_RECORD
@@ -35,17 +34,16 @@ RECORD = PRETRAINING_RECORD
 class BaseTraining:
     """Settings of the learned base's full fine-tune (mlx-lm's names)."""
 
-    iters: int = 60
-    batch_size: int = 4
-    learning_rate: float = 3e-3
-    max_seq_length: int = 4096  # whole (cut) records: the decision is at their end
-    # Every token, not only the decisions: the base learns the language of tasks and calls.
-    mask_prompt: bool = False
-    # Each record cut to its system prompt, instruction, the last this-many history messages and
-    # the decision. 0 gives ~375 tokens instead of ~900 (2: ~590), so the few minutes a CPU has
-    # see more than twice the calls; the adapter then learns to read the history.
-    context_messages: int = 0
-    seed: int = 0
+    iters: int = knob(60, "Optimizer steps of the full fine-tune.")
+    batch_size: int = knob(4, "Records per step.")
+    learning_rate: float = knob(3e-3, "Peak learning rate of the cosine schedule (after a short warmup).")
+    max_seq_length: int = knob(4096, "Longer records are cut; the demo's records are far shorter.")
+    mask_prompt: bool = knob(
+        False,
+        "Train on the decisions alone; by default every token counts, so the base learns the language "
+        "of tasks, tool calls and their results, not only the calls.",
+    )
+    seed: int = knob(0, "Seed of MLX and of batch shuffling.")
 
     def __post_init__(self) -> None:
         for name in ("iters", "batch_size", "max_seq_length"):
@@ -54,26 +52,6 @@ class BaseTraining:
                 raise ValueError(f"BaseTraining.{name} must be a positive integer, got {value!r}")
         if not self.learning_rate > 0:
             raise ValueError(f"BaseTraining.learning_rate must be positive, got {self.learning_rate}")
-
-
-def short_view(record: dict[str, Any], keep: int) -> dict[str, Any]:
-    """The record with its history cut to the last `keep` messages (never starting on a tool result)."""
-    if "messages" not in record or len(record["messages"]) <= FLOOR + 1:
-        return record
-    messages = record["messages"]
-    tail = messages[FLOOR:-1][-keep:] if keep > 0 else []
-    while tail and tail[0].get("role") == "tool":
-        tail = tail[1:]
-    return {**record, "messages": [*messages[:FLOOR], *tail, messages[-1]]}
-
-
-def write_short_views(data_dir: Path, out_dir: Path, keep: int) -> None:
-    """train.jsonl and valid.jsonl of `data_dir` as short views (0600 files in a 0700 folder)."""
-    ensure_private_dir(out_dir)
-    for split in ("train", "valid"):
-        lines = (data_dir / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()
-        views = [json.dumps(short_view(json.loads(line), keep)) for line in lines if line.strip()]
-        write_bytes_atomic(out_dir / f"{split}.jsonl", "".join(v + "\n" for v in views).encode())
 
 
 def pretraining_record(model_dir: Path) -> dict[str, Any] | None:
@@ -117,10 +95,8 @@ def learn_base(
 
     started = time.perf_counter()
     model, tokenizer = load(str(model_dir))[:2]
-    views = model_dir / ".learn-base-data"
-    write_short_views(data_dir, views, settings.context_messages)
     args = types.SimpleNamespace(
-        data=str(views), train=True, test=False, mask_prompt=settings.mask_prompt, hf_dataset=None
+        data=str(data_dir), train=True, test=False, mask_prompt=settings.mask_prompt, hf_dataset=None
     )
     train_set, valid_set, _ = load_dataset(args, cast(Any, tokenizer))
     np.random.seed(settings.seed)
@@ -165,7 +141,6 @@ def learn_base(
         )
     finally:
         scratch.unlink(missing_ok=True)
-        shutil.rmtree(views, ignore_errors=True)
     weights = dict(tree_flatten(model.parameters()))
     mx.eval(weights)
     write_bytes_atomic(model_dir / "model.safetensors", safetensors_bytes(weights))
