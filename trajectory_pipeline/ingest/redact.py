@@ -995,7 +995,8 @@ def _credential_flag_form(text: str, m: re.Match[str]) -> tuple[str, int | None]
     if command in _LOGIN_COMMANDS and _LOGIN_WORD.search(text, command_end, m.start()) is None:
         return None
     flags = _CREDENTIAL_FLAGS.get(command, {})
-    glued = m.group("catt") is not None
+    glued = m.group("catt") is not None or m.group("csep") == ""  # -pSECRET, -p'SECRET'
+
     form = flags.get((flag, glued))
     if form is not None:
         return form, None
@@ -1019,7 +1020,7 @@ _DASH = re.compile(
     # starts with a character class, which `re` tests first.
     + r"|[-upaPtwkUbsd](?<![A-Za-z0-9_.:/\\-]-.)(?:"
     + _CREDENTIAL_FLAG
-    + r")(?P<cflag>)(?:(?:[ \t]+|=)"
+    + r")(?P<cflag>)(?:(?P<csep>[ \t]+|=|(?=(?:\\{3}|\\)?[\"'`]))"
     + _value("c")
     + rf"|(?P<catt>{_WORD_CHAR}{{1,1024}}))"
     r")"
@@ -1654,7 +1655,7 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
             r"(?:^|[^A-Za-z0-9_.:/\\-])-(?:-user|-proxy-user|-auth|-cookie"
             r"|-[a-z0-9-]*(?:token|secret|password|passwd)-(?:value|string)"
             r"|passin|passout|pass|storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass"
-            r"|[upaPtwkUb])[^\n\r\x22'`,(){}\[\]<>|]",
+            r"|[upaPtwkUb])[^\n\r,(){}\[\]<>|]",
             r"-(?:home|Users)-[A-Za-z0-9]",
         ),
         _BEARER: (r"[Bb]earer[ \t]+[A-Za-z0-9._~+/-]{16}",),
