@@ -1018,7 +1018,7 @@ _DASH = re.compile(
     + r"|(?:home|Users)-(?P<enc>[A-Za-z0-9]+)(?=[-/\\\"'\r\n]|$)"
     # A credential flag, not glued to a word before it (`x-powered-by`); the alternative
     # starts with a character class, which `re` tests first.
-    + r"|[-upaPtwkUbsd](?<![A-Za-z0-9_.:/\\-]-.)(?:"
+    + r"|[-upaPtwkUbsd](?:(?<![A-Za-z0-9_.:/\\-]-.)|(?<=\\[nrt]-.))(?:"
     + _CREDENTIAL_FLAG
     + r")(?P<cflag>)(?:(?P<csep>[ \t]+|=|(?=(?:\\{3}|\\)?[\"'`]))"
     + _value("c")
@@ -1652,7 +1652,7 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
         _DASH: (
             r"-----BEGIN",
             rf"--[A-Za-z0-9_-]*[{_letters(_KEYWORDS, -2)}][{_letters(_KEYWORDS, -1)}][ \t]",
-            r"(?:^|[^A-Za-z0-9_.:/\\-])-(?:-user|-proxy-user|-auth|-cookie"
+            r"(?:^|[^A-Za-z0-9_.:/\\-]|\\[nrt])-(?:-user|-proxy-user|-auth|-cookie"
             r"|-[a-z0-9-]*(?:token|secret|password|passwd)-(?:value|string)"
             r"|passin|passout|pass|storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass"
             r"|[upaPtwkUb])[^\n\r,(){}\[\]<>|]",
