@@ -93,6 +93,17 @@ def planted_secrets() -> list[str]:
         "DATABASE_URL=postgres://app:s3cr3t" + "-Pw9@db:5432/app",
         "password=" + "hunter" + "2",
         'config = {"db_password": "c0rrect-' + 'h0rse"}',
+        # Shapes added after the planted-secrets audit.
+        "sg = SendGridAPIClient('SG." + body[:22] + "." + body[:43] + "')",
+        'client = Client("A' + "C" + "0a1b2c3d4e5f6789" * 2 + '", "' + "9f8e7d6c5b4a3210" * 2 + '")',
+        "twine upload -u __token__ -p py" + "pi-AgEIcHlwaS5vcmc" + body[:100],
+        "export DO_TOKEN=do" + "p_v1_" + "0a1b2c3d4e5f6789" * 4,
+        "curl https://api.telegram.org/bot6104773925:" + "AA" + body[:33] + "/getMe",
+        "vault login hv" + "s." + body[:90],
+        "mysql -h db -u app -p" + "Qm4tz8W" + "x shop",
+        "ADMIN_PASSWORD=$" + "Wq7vN2" + "xTz",
+        "Cookie: sessionid=" + body[:24] + "; theme=dark",
+        "card 4716" + "2829" + "5520" + "0127 exp 12/29",
     ]
 
 
