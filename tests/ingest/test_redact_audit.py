@@ -76,6 +76,7 @@ def test_an_azure_account_key_that_starts_with_a_slash_is_base64() -> None:
         ("SMTP_PASSWORD=" + "Vb2;" + "qX7r", "SMTP_PASSWORD=" + P),
         ("SMTP_PASSWORD=" + "Vb2;" + "qX7r && make", "SMTP_PASSWORD=" + P + " && make"),
         ("password=" + "hunter9" + ";ls -la", "password=" + P + ";ls -la"),  # ; then a command
+        ("password: " + "p4ss;" + "word", "password: " + P),  # ; then a word that is no command
         ("Server=db;Password=" + "Nq4" + "wE;Database=app", "Server=db;Password=" + P + ";Database=app"),
         ("password=" + "Wx7\\" + "k2$9", "password=" + P),  # a backslash escape inside
         ("password=" + "Wx7\\" + "k2$9\\nnext", "password=" + P + "\\nnext"),  # a JSON newline ends it

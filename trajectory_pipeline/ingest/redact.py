@@ -626,8 +626,24 @@ def _closing_quote(text: str, q: str, start: int, end: int) -> int:
 
 
 # What follows a ";" inside an unquoted value when the ";" ends it: a `key=` (the next
-# pair of a connection string) or a lowercase word that ends there (a command: `;ls`).
-_SEMICOLON_CUT = re.compile(r"[A-Za-z_][\w.-]*=|[a-z][a-z0-9_.-]*(?![^\s\"'`\\,;(){}\[\]<>|&])")
+# pair of a connection string) or a command word (`;ls`, `; cd x`); else the ";" and
+# what follows belong to the value (`Xk9;mP2`, `p4ss;word`).
+_SEMICOLON_CUT = re.compile(r"[A-Za-z_][\w.-]*=|(?P<word>[a-z][a-z0-9_.-]*)(?![^\s\"'`\\,;(){}\[\]<>|&])")
+_SHELL_WORDS = frozenset(
+    (
+        *("cd", "echo", "exit", "export", "set", "unset", "source", "true", "false", "sleep", "exec"),
+        *("eval", "read", "wait", "trap", "then", "do", "done", "fi", "else", "env", "sudo", "time"),
+        *("bash", "sh", "zsh", "pwd", "whoami", "id", "uname", "pytest", "bin", "yarn", "pnpm", "docker"),
+    )
+)
+
+
+def _ends_with_semicolon(text: str, i: int, end: int) -> bool:
+    m = _SEMICOLON_CUT.match(text, i, end)
+    if m is None:
+        return False
+    word = m.group("word")
+    return word is None or word in _SHELL_WORDS or word in _OTHER_COMMANDS or word in _CREDENTIAL_FLAGS
 
 
 def _word_end(text: str, start: int, end: int) -> int:
@@ -641,7 +657,7 @@ def _word_end(text: str, start: int, end: int) -> int:
         amp = text.find("&", amp + 1, end)
     semicolon = text.find(";", start, end)
     while semicolon != -1:
-        if _SEMICOLON_CUT.match(text, semicolon + 1, end):
+        if _ends_with_semicolon(text, semicolon + 1, end):
             end = semicolon
             break
         semicolon = text.find(";", semicolon + 1, end)
