@@ -16,6 +16,7 @@ built by concatenation, so that this file trips no secret scanner.
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 
@@ -67,6 +68,14 @@ def test_an_azure_account_key_that_starts_with_a_slash_is_base64() -> None:
         + ";EndpointSuffix=core.windows.net"
     )
     assert redacted(text) == text.replace(key, "[REDACTED:secret]")
+
+
+def test_a_base64_pem_goes_when_it_holds_a_private_key() -> None:
+    cert = b"-----BEGIN CERTIFICATE-----\nMIIB" + b"Qk9" * 20 + b"\n-----END CERTIFICATE-----\n"
+    key = b"-----BEGIN " + b"PRIVATE KEY-----\nMIIE" + b"Zx8" * 20 + b"\n-----END PRIVATE KEY-----\n"
+    for blob, kept in ((cert, True), (cert + key, False), (key, False), (key[:24], False)):
+        text = "tls.crt: " + base64.b64encode(blob).decode()
+        assert (Redactor().redact(text)[0] == text) is kept, blob[:40]
 
 
 # --- Where a password ends --------------------------------------------------------------

@@ -149,28 +149,29 @@ always did.
 
 Other shapes. A Bearer or Basic credential of 16 letters or more with no separator is a
 token; shorter words (`Bearer authentication`) and placeholders with separators (`Bearer
-YOUR_GITHUB_TOKEN`) are kept. AWS's documentation keys (ending in `EXAMPLE`) are kept, as
-gitleaks does. A Twilio account SID goes with the 32-hex auth token next to it
-(`Client("AC...", "...")`). A base64 PEM (`LS0tLS1CRUdJTi...`) goes when its decoded
-label names a private key (a certificate's is kept), with the following full-width lines
-of a wrapped one; PuTTY's `Private-Lines: N` takes the N lines after it. A Docker
-`"auth"` goes when it is base64 of `user:password`; a `"private_key_id"` when it is 40
-hex digits; an Azure `sig=` after "?", "&" or ";" when it is 16 characters or more with a
-digit or a "%". A `Cookie:` header loses the values of its `name=value` pairs, a
-`Set-Cookie:` header the value of its first (the rest are attributes); values that are
-references (`lang=en`, `theme=dark`, a number) are kept. A phone number is "+", a
-country code of one to three digits and seven to fourteen more (single separators
-` . - ( )` allowed, 10 digits at least without one; `+2026-11-29` is a date), not at a
-line's start (a diff adds that line) nor glued to a word (`1e+10`, `1.2.3+20261129`);
-or a North American number (`415-555-0134`, `(415) 555-0134`, `1-415-555-0134`, area and
-exchange starting with 2 to 9: `123-456-7890` is kept). A US social security number is
-`AAA-GG-SSSS`, except the never-issued 000, 666 and 9xx areas, 00 groups and 0000
-serials. A payment card number is 13 to 19 digits, or 4-4-4-4(-3) and 4-6-4(5) groups
-with one space or "-" between, of an issuer's range (4, 51-55, 2221-2720, 34, 37, 30,
-36, 38, 35, 6011, 644-649, 65, 62) and Luhn-valid; the test numbers that card
-processors publish for everyone to use (4242 4242 4242 4242, 4111..., 5555...4444, ...)
-are kept. None of these is glued to a word, a longer number, a version or a decimal.
-`git@...` and `noreply@...` addresses are not personal and are kept.
+YOUR_GITHUB_TOKEN`) are kept. AWS's documentation keys (ending in `EXAMPLE`) are kept,
+as gitleaks does. A Twilio account SID goes with the 32-hex auth token next to it
+(`Client("AC...", "...")`). A base64 PEM (`LS0tLS1CRUdJTi...`) goes when it holds a
+private key, also after a certificate, or is cut before its label ends (a certificate
+alone is kept), with the following full-width lines of a wrapped one; PuTTY's
+`Private-Lines: N` takes the N lines after it. A Docker `"auth"` goes when it is base64
+of `user:password`; a `"private_key_id"` when it is 40 hex digits; an Azure `sig=` after
+"?", "&" or ";" when it is 16 characters or more with a digit or a "%". A `Cookie:`
+header loses the values of its `name=value` pairs, a `Set-Cookie:` header the value of
+its first (the rest are attributes); values that are references (`lang=en`,
+`theme=dark`, a number) are kept. A phone number is "+", a country code of one to three
+digits and seven to fourteen more (single separators ` . - ( )` allowed, 10 digits at
+least without one; `+2026-11-29` is a date), not at a line's start (a diff adds that
+line) nor glued to a word (`1e+10`, `1.2.3+20261129`); or a North American number
+(`415-555-0134`, `(415) 555-0134`, `1-415-555-0134`, area and exchange starting with 2
+to 9: `123-456-7890` is kept). A US social security number is `AAA-GG-SSSS`, except the
+never-issued 000, 666 and 9xx areas, 00 groups and 0000 serials. A payment card number
+is 13 to 19 digits, or 4-4-4-4(-3) and 4-6-4(5) groups with one space or "-" between, of
+an issuer's range (4, 51-55, 2221-2720, 34, 37, 30, 36, 38, 35, 6011, 644-649, 65, 62)
+and Luhn-valid; the test numbers that card processors publish for everyone to use (4242
+4242 4242 4242, 4111..., 5555...4444, ...) are kept. None of these is glued to a word, a
+longer number, a version or a decimal. `git@...` and `noreply@...` addresses are not
+personal and are kept.
 
 Login names. They are replaced in /home/NAME and /Users/NAME wherever the path starts (a
 blank, a quote, "=", ":", a `file://` URL, `../`, or a one-letter flag such as
@@ -886,8 +887,8 @@ _S = re.compile(
     r"G\.(?:[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])|(?P<sendgrid_cut>[A-Za-z0-9_.-]{4,65})"
     + _CUT_END
     + r")|K[0-9a-f]{32}(?![0-9A-Za-z])"  # gitleaks twilio-api-key
-    # "-----BEGIN" in base64 (a Kubernetes secret's tls.key, a CI variable): the block
-    # goes when its decoded label names a private key, or is cut before the label ends.
+    # "-----BEGIN" in base64 (a Kubernetes secret's tls.key, a CI variable): it goes when
+    # it holds a private key (also after a certificate) or is cut before its label ends.
     r"|(?<=LS)0tLS1CRUdJTi(?P<b64pem>[A-Za-z0-9+/]*={0,2})"
     r")"
 )
@@ -901,15 +902,13 @@ def _s_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
         start = m.start() - 1
         if not _starts_token(text, start):
             return _NONE
-        head = text[start : start + 120]
-        head = head[: len(head) - len(head) % 4]
+        encoded = text[start : m.end()].rstrip("=")
         try:
-            decoded = base64.b64decode(head)
+            decoded = base64.b64decode(encoded[: len(encoded) - len(encoded) % 4])
         except ValueError:
             return _NONE
-        label_end = decoded.find(b"-----", 10)
-        if label_end != -1 and b"PRIVATE" not in decoded[:label_end]:
-            return _NONE  # a certificate or a public key
+        if b"PRIVATE KEY" not in decoded and decoded.find(b"-----", 10) != -1:
+            return _NONE  # a certificate or a public key (and no key bundled after it)
         end = m.end()
         # `base64` wraps at 76 characters: take the following full-width lines too.
         line_start = start
