@@ -1331,9 +1331,12 @@ def _numbers_finditer(text: str, pos: int = 0) -> Iterator[re.Match[str]]:
 def _numbers_search(text: str) -> re.Match[str] | None:
     """`_NUMBERS.search(text)`, as `_numbers_finditer` scans (without a generator: most
     texts have no shape at all)."""
-    shapes = text.encode("ascii", "replace").translate(_DIGIT_SHAPES_TABLE)
-    shape = _DIGIT_SHAPES.search(shapes)
-    return None if shape is None else next(_numbers_finditer(text), None)
+    if len(text) < 11:
+        return None  # shorter than any of the shapes (an SSN has 11 characters)
+    encoded = text.encode("ascii") if text.isascii() else text.encode("utf-8", "surrogatepass")
+    if _DIGIT_SHAPES.search(encoded.translate(_DIGIT_SHAPES_TABLE)) is None:
+        return None
+    return next(_numbers_finditer(text), None)
 
 
 def _numbers_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
