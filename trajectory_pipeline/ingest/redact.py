@@ -205,8 +205,11 @@ _Pass = tuple[
 ]
 
 # Every kind a count can name. "password" and "secret" are values of secret-named keys
-# (password=, API_KEY=, client_secret:, --token x); "auth_header" is a non-Bearer
-# Authorization credential; "home_user" is a login name (home path or `ls -l` owner).
+# (password=, API_KEY=, client_secret:, --token x) and of credential flags (mysql -p...,
+# --token-value x); "private_key" is also a base64 PEM, PuTTY's Private-Lines and an age
+# key; "auth_header" is a non-Bearer Authorization credential; "national_id" is a US
+# social security number; "home_user" is a login name (a home path, an `ls -l` owner,
+# `id` or `whoami` output).
 KINDS: tuple[str, ...] = (
     "private_key",
     "jwt",
