@@ -1071,11 +1071,12 @@ _LOGIN_WORD = re.compile(r"\blogin\b")
 _VALUE_FLAG_ENDS = [
     f"{k}-{v}" for k in ("token", "secret", "password", "passwd") for v in ("value", "string")
 ]
-# After its first character (matched before, by a class): --user, -passin, -storepass, -p, ...
+# A long flag (after "--", in the --flag alternative) that takes a credential in some
+# command: --user, --proxy-user, --auth, --cookie; or in any: --x-token-value, --secret-string.
+_LONG_CREDENTIAL_FLAG = "|".join(f"(?<=-{name})" for name in ("user", "auth", "cookie", *_VALUE_FLAG_ENDS))
+# After its first character (matched before, by a class): -passin, -storepass, -p, ...
 _CREDENTIAL_FLAG = (
-    r"(?<=--)(?:user|proxy-user|auth|cookie|[a-z0-9-]*+(?:"
-    + "|".join(f"(?<={end})" for end in _VALUE_FLAG_ENDS)
-    + r"))|(?<=-p)(?:ass(?:in|out)?)?|(?<=-s)(?:torepass|rcstorepass|rckeypass)|(?<=-k)(?:eypass)?"
+    r"(?<=-p)(?:ass(?:in|out)?)?|(?<=-s)(?:torepass|rcstorepass|rckeypass)|(?<=-k)(?:eypass)?"
     r"|(?<=-d)(?:eststorepass|estkeypass)|(?<=-[uatwUbP])"
 )
 
@@ -1093,27 +1094,25 @@ def _command_before(text: str, i: int) -> tuple[str, int] | None:
     return None if last is None else (last.group("cmd"), last.end())
 
 
-def _credential_flag_form(text: str, m: re.Match[str]) -> tuple[str, int | None] | None:
-    """What the value of the flag matched by `m` is, given its command, and where a value
-    glued to a one-letter flag starts when the regex read a longer flag (`mysql -passw0rd`
-    is -p and `assw0rd`); None where the command does not take a credential with this flag."""
-    flag = text[m.start() + 1 : m.start("cflag")]
+def _credential_flag_form(text: str, i: int, flag: str, glued: bool) -> tuple[str, int | None] | None:
+    """What the value of `flag` (its "-" at text[i]; "-user" for --user) is, given its
+    command, and where a value glued to a one-letter flag starts when the regex read a
+    longer flag (`mysql -passw0rd` is -p and `assw0rd`); None where the command does not
+    take a credential with this flag."""
     if flag.endswith(("-value", "-string")):
         return "token", None
-    found = _command_before(text, m.start())
+    found = _command_before(text, i)
     if found is None:
         return None
     command, command_end = found
-    if command in _LOGIN_COMMANDS and _LOGIN_WORD.search(text, command_end, m.start()) is None:
+    if command in _LOGIN_COMMANDS and _LOGIN_WORD.search(text, command_end, i) is None:
         return None
     flags = _CREDENTIAL_FLAGS.get(command, {})
-    glued = m.group("catt") is not None or m.group("csep") == ""  # -pSECRET, -p'SECRET'
-
     form = flags.get((flag, glued))
     if form is not None:
         return form, None
     if glued and len(flag) > 1 and (form := flags.get((flag[0], True))) is not None:
-        return form, m.start() + 2
+        return form, i + 2
     return None
 
 
@@ -1123,14 +1122,18 @@ _DASH = re.compile(
     r"----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
     r"(?P<pem>[^\"]*?(?=-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----)"
     r"|(?:[A-Za-z0-9+/=\r\n]|\\[nr])*)"
-    + r"|-(?P<flag>[A-Za-z0-9][A-Za-z0-9_-]{0,39}+)"
+    + r"|-(?P<flag>[A-Za-z0-9][A-Za-z0-9_-]{0,39}+)(?:"
     + _gate(_KEYWORDS, ("",))
     + r"[ \t]+"
     + _VALUE
-    + r"|(?:home|Users)-(?P<enc>[A-Za-z0-9]+)(?=[-/\\\"'\r\n]|$)"
-    # A credential flag, not glued to a word before it (`x-powered-by`); the alternative
-    # starts with a character class, which `re` tests first.
-    + r"|[-upaPtwkUbsd](?:(?<![A-Za-z0-9_.:/\\-]-.)|(?<=\\[nrt]-.))(?:"
+    + r"|(?:"
+    + _LONG_CREDENTIAL_FLAG
+    + r")(?P<lflag>)(?:[ \t]+|=)"
+    + _value("l")
+    + r")|(?:home|Users)-(?P<enc>[A-Za-z0-9]+)(?=[-/\\\"'\r\n]|$)"
+    # A one-dash credential flag, not glued to a word before it (`x-powered-by`); the
+    # alternative starts with a character class, which `re` tests first.
+    + r"|[upaPtwkUbsd](?:(?<![A-Za-z0-9_.:/\\-]-.)|(?<=\\[nrt]-.))(?:"
     + _CREDENTIAL_FLAG
     + r")(?P<cflag>)(?:(?P<csep>[ \t]+|=|(?=(?:\\{3}|\\)?[\"'`]))"
     + _value("c")
@@ -1149,6 +1152,8 @@ def _dash_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     if m.group("flag") is not None:
         if not _starts_token(text, m.start(), _PATH_WORD):
             return _NONE
+        if m.group("lflag") is not None:
+            return _credential_flag_span(text, m, "-" + m.group("flag"), "l")
         found = _keyword_at(text, m.end("flag"))
         if found is None:
             if m.group("flag") == "pass" and (_command_before(text, m.start()) or ("",))[0] == "redis-cli":
@@ -1156,7 +1161,7 @@ def _dash_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
             return _NONE
         return _value_span(text, m, found[1], m.group("flag"))
     if m.group("cflag") is not None:
-        return _credential_flag_span(text, m)
+        return _credential_flag_span(text, m, text[m.start() + 1 : m.start("cflag")], "c")
     i = m.start()
     if i > 0 and text[i - 1] == "-":
         if not (i >= 2 and text[i - 2].isalpha() and _starts_token(text, i - 2, _PATH_WORD)):
@@ -1166,24 +1171,27 @@ def _dash_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     return _user_span(m, "enc")
 
 
-def _credential_flag_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
-    """The credential in the value of a command's credential flag, unless it is a reference:
-    the password of `curl -u user:password` (not a docker `uid:gid` nor `user:user`), of
-    `smbclient -U user%password`, of `openssl -passin pass:password`, a session cookie of
-    `curl -b name=value`, or the whole value."""
-    found = _credential_flag_form(text, m)
+def _credential_flag_span(text: str, m: re.Match[str], flag: str, p: str) -> tuple[Span, ...]:
+    """The credential in the value of a command's credential flag `flag`, unless it is a
+    reference: the password of `curl -u user:password` (not a docker `uid:gid` nor
+    `user:user`), of `smbclient -U user%password`, of `openssl -passin pass:password`, a
+    session cookie of `curl -b name=value`, or the whole value. `p`: the value's groups'
+    prefix ("c" for a one-dash flag, whose value may be glued to it, "l" for a long one)."""
+    glued = p == "c" and (m.group("catt") is not None or m.group("csep") == "")  # -pSECRET, -p'SECRET'
+    found = _credential_flag_form(text, m.start(), flag, glued)
     if found is None:
         return _NONE
     form, glued_start = found
-    if m.group("catt") is not None:
+    if p == "c" and m.group("catt") is not None:
         start, end = m.span("catt")
         start = glued_start or start
         end = _word_end(text, start, end)
-    elif m.group("cuv") is not None:
-        start, end = m.span("cuv")
+    elif m.group(f"{p}uv") is not None:
+        start, end = m.span(f"{p}uv")
+        start = glued_start or start
         end = _word_end(text, start, end)
     else:
-        span = _quoted_span(text, m, "c")
+        span = _quoted_span(text, m, p)
         if span is None:
             return _NONE
         start, end = span
@@ -1778,10 +1786,9 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
         _DASH: (
             r"-----BEGIN",
             rf"--[A-Za-z0-9_-]*[{_letters(_KEYWORDS, -2)}][{_letters(_KEYWORDS, -1)}][ \t]",
-            r"(?:^|[^A-Za-z0-9_.:/\\-]|\\[nrt])-(?:-user|-proxy-user|-auth|-cookie"
-            r"|-[a-z0-9-]*(?:token|secret|password|passwd)-(?:value|string)"
-            r"|passin|passout|pass|storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass"
-            r"|[upaPtwkUb])[^\n\r,(){}\[\]<>|]",
+            r"--(?:[A-Za-z0-9_-]*-)?(?:user|auth|cookie|value|string)[ \t=]",
+            r"(?:^|[^A-Za-z0-9_.:/\\-]|\\[nrt])-(?:passin|passout|pass|storepass|keypass|srcstorepass"
+            r"|deststorepass|srckeypass|destkeypass|[upaPtwkUb])[^\n\r,(){}\[\]<>|]",
             r"-(?:home|Users)-[A-Za-z0-9]",
         ),
         _BEARER: (r"[Bb]earer[ \t]+[A-Za-z0-9._~+/-]{16}",),
@@ -1955,23 +1962,25 @@ class Redactor:
     def redact(self, text: str) -> tuple[str, dict[str, int]]:
         """The text with every finding replaced, and how many of each kind were replaced."""
         prefilter = _prefilter()
-        if prefilter is None:
-            passes: Sequence[_Pass] = self._passes
-        else:
-            # Only the passes that may match; later rounds, after a replacement, run them all.
-            ids = prefilter.scan(text)
-            if not ids:
-                return text, {}
-            ids.sort()
-            passes = [p for i in ids if (p := self._by_id[i]) is not None]
+        passes = self._passes if prefilter is None else self._flagged(prefilter, text)
+        if not passes:
+            return text, {}
         text, counts, settled = self._round(text, passes)
         for _ in range(_MAX_ROUNDS - 1):
             if settled:
                 break
-            text, found, settled = self._round(text, self._passes)
+            # The text changed: the prefilter tells again which passes may match it.
+            passes = self._passes if prefilter is None else self._flagged(prefilter, text)
+            text, found, settled = self._round(text, passes)
             for kind, n in found.items():
                 counts[kind] = counts.get(kind, 0) + n
         return text, counts
+
+    def _flagged(self, prefilter: Prefilter, text: str) -> Sequence[_Pass]:
+        """The passes that may match `text`, in priority order, as the prefilter says."""
+        ids = prefilter.scan(text)
+        ids.sort()
+        return [p for i in ids if (p := self._by_id[i]) is not None]
 
     def _round(self, text: str, passes: Sequence[_Pass]) -> tuple[str, dict[str, int], bool]:
         """One scan by each of `passes`; `settled` is False when a second scan could find more.
