@@ -342,6 +342,25 @@ def test_the_digit_shape_scan_finds_what_the_regex_finds(text: str) -> None:
         assert [m.span() for m in redact._numbers_finditer(text, pos)] == expected
 
 
+def test_a_card_number_that_is_a_json_number_becomes_a_json_string() -> None:
+    card = 4716282955200127  # Luhn-valid, a Visa range
+    document = canonical_json({"pan": card, "ids": [1, card], "note": f"card {card}, ok"})
+    out, counts = Redactor().redact(document)
+    assert json.loads(out) == {
+        "ids": [1, "[REDACTED:payment_card]"],
+        "note": "card [REDACTED:payment_card], ok",
+        "pan": "[REDACTED:payment_card]",
+    }
+    assert counts == {"payment_card": 3}
+    assert Redactor().redact(out) == (out, {})
+
+
+def test_a_gcp_key_id_in_yaml_goes_too() -> None:
+    key_id = "0a9b8c7d6e5f" + "4321" * 7
+    assert redacted("private_key_id: " + key_id) == "private_key_id: [REDACTED:gcp_key_id]"
+    assert redacted("private_key_id: null") == "private_key_id: null"
+
+
 # --- Login names ---------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("text", "expected"),

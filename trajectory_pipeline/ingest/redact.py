@@ -69,7 +69,9 @@ brace; a replaced span never holds an unescaped quote, never starts on the secon
 character of a backslash escape and never ends inside one, so redacting a canonical JSON
 string leaves valid JSON, e.g. `{"cmd": "export OPENAI_API_KEY=sk-... && run"}`. Keys
 and quoted values are recognized up to two levels of JSON nesting (`\\"password\\"`),
-and so are escaped newlines (`\\n`, `\\\\n`) before a token, a flag or a name.
+and so are escaped newlines (`\\n`, `\\\\n`) before a token, a flag or a name. A card
+number that stands as a number in a JSON text, outside any string (`{"pan": 4539...}`),
+becomes a quoted placeholder, so that the JSON stays JSON.
 Redaction is deterministic and idempotent: placeholders never match again, and when a
 finding was glued to another candidate the text is scanned once more, so the second
 candidate is judged as it will stand after the first is replaced.
@@ -1306,6 +1308,29 @@ _DIGIT_SHAPES = re.compile(
 )
 
 
+# The kind of a card number that stands as a number in a JSON text (`{"pan": 4539...}`):
+# its placeholder is quoted, so that the JSON stays JSON.
+_JSON_NUMBER_CARD = "payment_card (a JSON number)"
+_JSON_BEFORE_VALUE = frozenset(":[,")
+_JSON_AFTER_VALUE = frozenset(",]}")
+
+
+def _is_json_number(text: str, start: int, end: int) -> bool:
+    """True when text[start:end] is a number in a JSON text, outside any string."""
+    if text.lstrip()[:1] not in ("{", "["):
+        return False
+    before = text[:start].rstrip()
+    after = text[end:].lstrip()
+    if before[-1:] not in _JSON_BEFORE_VALUE or not (after == "" or after[0] in _JSON_AFTER_VALUE):
+        return False
+    quotes = 0  # unescaped quotes before it: an odd count is inside a string
+    i = text.find('"', 0, start)
+    while i != -1:
+        quotes += not _escaped(text, i)
+        i = text.find('"', i + 1, start)
+    return quotes % 2 == 0
+
+
 def _luhn(digits: str) -> bool:
     total = 0
     for i, c in enumerate(reversed(digits)):
@@ -1362,7 +1387,7 @@ def _numbers_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
         digits = "".join(c for c in m.group() if c.isdigit())
         if not _luhn(digits) or digits in _TEST_CARDS or not _CARD_ISSUER.match(digits):
             return _NONE
-        return _one(start, end, "payment_card")
+        return _one(start, end, _JSON_NUMBER_CARD if _is_json_number(text, start, end) else "payment_card")
     if m.group("ssn") is not None:
         area, group, serial = text[start : start + 3], text[start + 4 : start + 6], text[start + 7 : end]
         if area in ("000", "666") or area[0] == "9" or group == "00" or serial == "0000":
@@ -1465,9 +1490,10 @@ def _equals_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     if kind == "docker_auth":
         return _docker_auth_span(text, m)
     if kind == "gcp_key_id":
-        if m.group("uv") is not None or not _HEX40.fullmatch(m.group("qv")):
+        group = "qv" if m.group("uv") is None else "uv"  # JSON, or YAML's unquoted value
+        if not _HEX40.fullmatch(m.group(group)):
             return _NONE
-        return _one(m.start("qv"), m.end("qv"), kind)
+        return _one(m.start(group), m.end(group), kind)
     if kind == "azure_sas":
         value = m.group("uv") or ""
         if len(value) < 16 or not any(c.isdigit() or c == "%" for c in value):
@@ -2021,7 +2047,11 @@ class Redactor:
             ):
                 settled = False
             parts.append(text[pos:start])
-            parts.append(placeholder(kind))
+            if kind == _JSON_NUMBER_CARD:
+                kind = "payment_card"
+                parts.append(f'"{placeholder(kind)}"')  # a JSON number becomes a JSON string
+            else:
+                parts.append(placeholder(kind))
             counts[kind] = counts.get(kind, 0) + 1
             pos = end
         parts.append(text[pos:])
