@@ -352,15 +352,16 @@ _KEYWORDS = ("password", "passwd", "pwd", "pass", "secret", "token", "key")
 # Private-Lines, an Azure SAS's sig= and `id` output's uid=. They share the keywords'
 # lookbehinds (one test per separator), which costs less than a test of their own.
 _COLON_NAMES = (*_KEYWORDS, "secret_key_base", "cookie", "private_key_id", "auth", "private-lines")
-_EQUALS_NAMES = (*_KEYWORDS, "secret_key_base", "cookie", "sig", "uid")
+_EQUALS_NAMES = (*_KEYWORDS, "secret_key_base", "cookie", "?sig", "&sig", ";sig")
 _OTHER_NAME_KINDS = {
     "secret_key_base": "secret",
     "cookie": "session_cookie",
     "private_key_id": "gcp_key_id",
     "auth": "docker_auth",
     "private-lines": "putty",
-    "sig": "azure_sas",
-    "uid": "uid",
+    "?sig": "azure_sas",
+    "&sig": "azure_sas",
+    ";sig": "azure_sas",
 }
 _SECRET_KEY_NAMES = (
     "apikey",
@@ -565,8 +566,8 @@ def _keyword_at(text: str, end: int, names: tuple[str, ...] = _KEYWORDS) -> tupl
         before = text[start - 1 : start]
         if kw == "auth" and before != '"':
             return None  # only the "auth" key of a Docker config.json
-        if kw == "sig" and before not in ("?", "&", ";"):
-            return None  # only a query parameter or a connection string's pair
+        if kw.endswith("sig"):
+            return start, "azure_sas"  # a query parameter or a connection string's pair
         if kw == "cookie" and text[max(0, start - 4) : start].lower() == "set-":
             return start, "set_cookie"
         if not _keyword_boundary(text, start, text[start:end]):
@@ -1445,23 +1446,28 @@ def _bearer_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 # --- Pass "=": password=..., API_KEY = "...", 'token' => '...' --------------------------
 _EQUALS_CLOSERS = ("", " ", '" ', "' ")
 _EQUALS = re.compile(
-    "="
+    "=(?:"
     + _gate(_EQUALS_NAMES, _EQUALS_CLOSERS, "=")
     + _names_end(_EQUALS_NAMES, _EQUALS_CLOSERS, "=")
     + r">?(?!=)[ \t]*"
     + _VALUE
-)
-# `id` output, from the "=" of uid=: uid=1000(name) gid=1000(name) groups=1000(name),27(sudo).
-_ID_OUTPUT = re.compile(
-    r"=[0-9]+\((?P<uid>[a-z_][a-z0-9_.-]{0,31}\$?)\)"
+    # `id` output: uid=1000(name) gid=1000(name) groups=1000(name),27(sudo).
+    + r"|(?<=uid=)[0-9]+\((?P<uid>[a-z_][a-z0-9_.-]{0,31}\$?)\)"
     r"(?:[ \t]+gid=[0-9]+\((?P<gid>[a-z_][a-z0-9_.-]{0,31}\$?)\))?"
     r"(?:[ \t]+groups=(?P<groups>[0-9]+\([a-z_][a-z0-9_.$-]*\)(?:,[0-9]+\([a-z_][a-z0-9_.$-]*\))*))?"
+    ")"
 )
 _GROUP = re.compile(r"\((?P<name>[^)]*)\)")
 # After the ":" or "=" of a Cookie header, the header's value (maybe quoted).
 _COOKIE_VALUE = re.compile(r"[ \t]*(?:\\{3}|\\)?[\"']?(?P<cookies>[^\r\n\"'`\\]{1,4096})")
 _PUTTY_LINES = re.compile(r"[ \t]*(?P<lines>[0-9]{1,4})")
 _HEX40 = re.compile(r"[0-9a-f]{40}")
+
+
+def _equals_pass_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    if m.group("uid") is not None:
+        return _id_output_spans(text, m) if _starts_token(text, m.start() - 3) else _NONE
+    return _equals_span(text, m)
 
 
 def _equals_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
@@ -1485,8 +1491,6 @@ def _equals_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     if kind == "putty":
         lines = _PUTTY_LINES.match(text, m.start() + 1)
         return _NONE if lines is None else _putty_span(text, lines.end(), int(lines.group("lines")))
-    if kind == "uid":
-        return _id_output_spans(text, m.start())
     if kind == "docker_auth":
         return _docker_auth_span(text, m)
     if kind == "gcp_key_id":
@@ -1501,11 +1505,10 @@ def _equals_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     return _value_span(text, m, kind, name)
 
 
-def _id_output_spans(text: str, i: int) -> tuple[Span, ...]:
-    """The login name in `id` output (uid=1000(name)) and the same-named group, unless a
-    system account's."""
-    m = _ID_OUTPUT.match(text, i)
-    if m is None or m.group("uid") in _SYSTEM_ACCOUNTS:
+def _id_output_spans(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    """The login name in a line of `id` output (uid=1000(name)) and the same-named
+    groups, unless a system account's."""
+    if m.group("uid") in _SYSTEM_ACCOUNTS:
         return _NONE
     name = m.group("uid")
     spans = [(m.start("uid"), m.end("uid"), "home_user")]
@@ -1731,7 +1734,7 @@ _PASSES: tuple[tuple[re.Pattern[str], Resolver], ...] = (
     *_TOKEN_PASSES,
     (_DASH, _dash_span),
     (_BEARER, _bearer_span),
-    (_EQUALS, _equals_span),
+    (_EQUALS, _equals_pass_span),
     (_COLON, _colon_span),
     (_PLUS, _plus_span),
     (_NUMBERS, _numbers_span),
@@ -1778,13 +1781,12 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
       Slack webhook host, or a user, ":", a password and "@" (negated classes excluding
       only ASCII characters Python excludes too, unbounded; a backslash may stand in the
       password); and `:`, backslashes, `Users` and a backslash.
-    - `+`: "+", a digit 1-9 and the seven digits its lookahead requires, each after up to
-      two separators.
+    - `+`: "+", a digit 1-9 and seven characters of its lookahead's digits and separators.
     - `digits`: the regex's own alternatives, whose classes are all ASCII.
     - `@`: a domain's first character, the rest of its labels as one class, the last
       dot and two letters of the top-level domain.
     - `/`: `/home/` or `/Users/`; the name after it is unicode `\\w`, so left out.
-    - `~`: the whole regex (ASCII classes, bounded), its lookahead's "/" consumed.
+    - `~`: the regex (ASCII classes; the name's bound dropped), its lookahead's "/" consumed.
     - `ls -l` lines: the newline (or `\\n`, or the start of the text) and the
       ten-character mode; the link count is unicode `\\d`, so left out. The line after
       `whoami`: the word, the line break (one or two backslashes before "n" for an
@@ -1818,14 +1820,17 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
             r"-(?:home|Users)-[A-Za-z0-9]",
         ),
         _BEARER: (r"[Bb]earer[ \t]+[A-Za-z0-9._~+/-]{16}",),
-        _EQUALS: ("(?:" + "|".join(caseless(k) for k in _EQUALS_NAMES) + r")(?: |\x22 |' )?=",),
+        _EQUALS: (
+            "(?:" + "|".join(caseless(k) for k in _EQUALS_NAMES) + r")(?: |\x22 |' )?=",
+            r"uid=[0-9]+\([a-z_]",
+        ),
         _COLON: (
             "(?:" + "|".join(caseless(k) for k in (*_COLON_NAMES, "authorization")) + ")" + closer + ":",
             r"://hooks\.slack\.com/",
             r"://[^\t\n\r :@/\x22'\\<>\[\]]*:[^\t\n\r @/\x22'<>]+@",
             r":\\+(?:[Uu]sers|USERS)\\",
         ),
-        _PLUS: (r"\+[1-9](?:[ .()-]{0,2}[0-9]){7}",),
+        _PLUS: (r"\+[1-9][0-9 .()-]{7}",),
         _NUMBERS: (
             r"[2-6][0-9]{3}(?:[0-9]{9}|[ -][0-9]{4}[ -][0-9]{4}[ -][0-9]{4}|[ -][0-9]{6}[ -][0-9]{4})",
             r"[0-9]{3}-[0-9]{2}-[0-9]{4}",
@@ -1834,7 +1839,7 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
         ),
         _EMAIL: (r"@[A-Za-z0-9][A-Za-z0-9.-]*\.[A-Za-z]{2}",),
         _HOME: (r"/(?:home|Users)/",),
-        _TILDE: (r"~[a-z_][a-z0-9_.-]{1,31}/",),
+        _TILDE: (r"~[a-z_][a-z0-9_.-]+/",),
         _LS_LINE: (r"\n" + mode, r"whoami\r?\n[a-z_]"),
         _LS_JSON_LINE: (r"\\n" + mode, r"whoami\\{1,2}n[a-z_]"),
         _LS_FIRST_LINE: (r"^" + mode,),
