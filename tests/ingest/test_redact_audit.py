@@ -54,6 +54,7 @@ def redacted(text: str) -> str:
         ("DB_PASSWORD=/run/secrets/db-password", "DB_PASSWORD=/run/secrets/db-password"),
         ("DB_PASSWORD=../secrets/db.txt", "DB_PASSWORD=../secrets/db.txt"),
         ("DB_PASSWORD=~/.config/db/pass", "DB_PASSWORD=~/.config/db/pass"),
+        ("PRIVATE_KEY=/tmp/tmpa8Fk2Lm9/key.pem", "PRIVATE_KEY=/tmp/tmpa8Fk2Lm9/key.pem"),
     ],
 )
 def test_a_leading_dollar_or_slash_is_judged_by_what_follows(text: str, expected: str) -> None:

@@ -106,8 +106,8 @@ their shape: `$VAR`, `${VAR}`, `$(cmd)`, `$1`, `$HOME/x`, `$this->pw`, `%VAR%`, 
 mixed-case letters, `$xK9mQ2`, or a case switch every third letter) or before
 punctuation (`$hk3!rp9Z`) starts a literal. Paths likewise: `/run/secrets/db`,
 `~/.pgpass`, `../key.pem` are paths; a value that starts with "/" but holds characters
-paths do not (`+`, `=`, `!`, `#`: base64, an Azure AccountKey) or a segment with a random
-name (`/Gm4tR8wq`) is a literal. A name inside a shell expansion (`${DB_PASSWORD:?unset}`)
+paths do not (`+`, `=`, `!`, `#`: base64, an Azure AccountKey) or is one segment with a
+random name (`/Gm4tR8wq`) is a literal. A name inside a shell expansion (`${DB_PASSWORD:?unset}`)
 is not a key. One exception to the word rule: a quoted value of two words or more
 (`"password": "correct horse battery staple"`) is a passphrase, since code never quotes
 an identifier with spaces in it, unless a word names what it labels (`"Enter your
@@ -484,12 +484,14 @@ _PATH_VALUE = re.compile(r"(?:~|\.\.?)?(?:/@?[A-Za-z0-9._-]*)+")
 
 
 def _is_path(value: str) -> bool:
-    """True for a file path: `/run/secrets/db`, `~/.pgpass`, `../key.pem`. A value that
-    starts with "/" but holds characters paths do not (`+`, `=`, `!`, `#`: base64, an
-    Azure AccountKey) or a segment with a random name (`/xK9mQ2vL`) is a literal."""
+    """True for a file path: `/run/secrets/db`, `~/.pgpass`, `../key.pem`,
+    `/tmp/tmpa8Fk2Lm9/key.pem`. A value that starts with "/" but holds characters paths
+    do not (`+`, `=`, `!`, `#`: base64, an Azure AccountKey), or is one segment with a
+    random name (`/xK9mQ2vL`), is a literal."""
     if not value.startswith(("/", "~/", "./", "../")) or _PATH_VALUE.fullmatch(value) is None:
         return False
-    return not any(_random_name(segment) for segment in value.split("/"))
+    segments = [segment for segment in value.split("/") if segment not in ("", "~", ".", "..")]
+    return len(segments) != 1 or not _random_name(segments[0])
 
 
 _URL_START = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
