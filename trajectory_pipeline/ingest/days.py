@@ -444,7 +444,7 @@ class _DayWriter:
         if bad.reason in REPAIR_REASONS:  # the line was kept: a repair to count, not a row
             self.stats.repaired[bad.reason] += 1
             return
-        cleaned, found = self.redactor.redact(bad.excerpt)
+        cleaned, found = self.redactor.redact_excerpt(bad.excerpt)
         _count_into(self.stats.redactions, found)
         bad = bad._replace(excerpt=cleaned[:EXCERPT_CHARS], source_path=shown_path)
         self.quarantine.add(bad)
