@@ -677,28 +677,28 @@ def test_a_sample_corpus_day_gives_decisions_for_every_accepted_tool_call(tmp_pa
         assert_well_formed(orjson.loads(text))
 
     # What the generator and mining make of this day (6 sessions per source, seed 7).
-    assert attempts["tier"].value_counts().to_dict() == {"gold": 14, "bronze": 13, "silver": 8, "reject": 3}
-    assert rows["tier"].value_counts().to_dict() == {"gold": 77, "silver": 26}
+    assert attempts["tier"].value_counts().to_dict() == {"gold": 17, "bronze": 10, "silver": 2, "reject": 3}
+    assert rows["tier"].value_counts().to_dict() == {"gold": 144, "silver": 2}
     assert rows["source"].value_counts().to_dict() == {
-        "chat_jsonl": 30,
-        "claude_code": 28,
-        "codex": 24,
-        "own_agent": 21,
+        "own_agent": 41,
+        "codex": 36,
+        "claude_code": 35,
+        "chat_jsonl": 34,
     }
     assert rows["action_class"].value_counts().to_dict() == {
-        "inspect": 39,
-        "verification": 36,
-        "edit": 15,
-        "other": 8,
+        "inspect": 69,
+        "verification": 54,
+        "edit": 16,
         "patch": 5,
+        "other": 2,
     }
-    assert rows["first_action"].sum() == 22 and rows["decisive"].sum() == 78
+    assert rows["first_action"].sum() == 19 and rows["decisive"].sum() == 111
     assert rows[rows["after_guard"]]["guard_recovery"].tolist() == [True]
     assert rows["target_known"].all() and not rows["missing_required"].map(len).any()
     assert rows["history_dropped"].sum() == 0
 
     tight = extract_decision_points(events, attempts, DecisionConfig(history_budget_chars=4_000))
-    assert (tight["history_dropped"] > 0).sum() == 14
+    assert (tight["history_dropped"] > 0).sum() == 54
     assert (tight["history_chars"] <= 4_000).all()
     assert tight["target_arguments"].tolist() == rows["target_arguments"].tolist()
     for text in tight["messages"]:

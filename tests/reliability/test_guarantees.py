@@ -254,7 +254,7 @@ def test_a_planted_duplicate_never_reaches_both_train_and_test(
 
 
 def test_lora_adapter_refuses_a_window_with_a_planted_duplicate(tmp_path: Path) -> None:
-    ingest_sample_window(tmp_path, sessions_per_day=3, seed=5)
+    ingest_sample_window(tmp_path, sessions_per_day=3, seed=4)
     day = tmp_path / "warehouse" / "rendered_splits" / "2026-11-22.parquet"
     rows = pd.read_parquet(day)
     if not (rows["split"] == "test").any():

@@ -5,6 +5,25 @@ Plain data plus small formatters, kept apart from the code that builds and write
 source files; reads, greps and edits in generated sessions are computed from these files, so
 what an agent "sees" stays consistent with what it changes.
 
+The five repositories (`REPOS`) are one user's, and carry that user's habits (the `demo`
+profile; other people's repositories are generated in `generic`). Each has its own test command
+and layout, and its side of the routines `scenarios` describes (the static check run before the
+tests, the test file read after editing each module):
+
+    repository    tests                        layout                      check before tests
+    ledger-api    uv run pytest -x tests/unit  tests/unit/test_<module>.py uv run mypy src
+    web-console   pnpm vitest run              src/**/<module>.test.ts(x)  pnpm tsc --noEmit
+    tilecache     cargo nextest run            tests/<binary>.rs           cargo clippy ... -D warnings
+    edge-proxy    go test -race ./...          <package>/<file>_test.go    go vet ./...
+    etl-jobs      make test                    tests/test_<job>.py         make lint
+
+What replay scoring can tell apart from a generic model's guess (evaluation/scoring.py): paths (a
+test file under tests/unit/, a colocated .test.ts), the order of tools (a read or a static check
+where a generic agent runs the tests), and the intent class of shell commands (typecheck and lint
+checks, `make test` in a Python repository). Verification commands of the same class match each
+other, so `uv run pytest -x tests/unit` scores the same as `pytest -q`: the exact test commands
+make the transcripts realistic, the routines and layouts make the habits visible.
+
 Secrets are assembled from fragments at run time (`make_secret`), so this file never looks like
 a leak to a secret scanner.
 """
@@ -28,6 +47,10 @@ class Failure:
     summary: str  # the one-line reason ("AssertionError: assert ...")
     detail: str  # the lines the runner prints under the test's header
     line: int
+    # What the repository's static check (`Repo.check_command`) prints while the change is incomplete,
+    # when it catches the problem before the tests do (a type error, an undefined name); "" when it
+    # passes. A failing check is a failed verification: the user fixes the code before running tests.
+    check_output: str = ""
 
 
 @dataclass(frozen=True)
@@ -68,7 +91,7 @@ class Task:
 class Repo:
     name: str
     language: str  # python | typescript | rust | go
-    runner: str  # pytest | vitest | cargo | go | make
+    runner: str  # pytest | vitest | cargo | nextest | go | make
     remote: str
     test_command: str
     focused_test: str  # formatted with test_file and test_name
@@ -79,10 +102,20 @@ class Repo:
     tasks: tuple[Task, ...]
     weight: int = 2
     install_command: str = ""
+    home: str = HOME  # whose machine: the cwd is home/workspace/name
+    workspace: str = "src"
+    version: str = "0.1.0"  # the package version runners print
+    test_banner: str = ""  # what the test command prints before the runner (npm's script header)
+    # The demo user's routines (scenarios.Options.routines): the static check run before every test
+    # run that follows an edit, what it prints when it passes, and the test file read after editing
+    # each module. Empty for repositories whose sessions don't follow them.
+    check_command: str = ""
+    check_output: str = ""
+    test_of: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def cwd(self) -> str:
-        return f"{HOME}/src/{self.name}"
+        return f"{self.home}/{self.workspace}/{self.name}"
 
     @property
     def test_count(self) -> int:
@@ -199,6 +232,92 @@ def test_net_amount_rejects_negative():
         net_amount(Decimal("-1"))
 """
 
+_TEST_SERVICE_PY = """from decimal import Decimal
+
+import pytest
+
+from ledger.service import LedgerService
+from ledger.store import MemoryStore
+
+
+@pytest.fixture
+def service():
+    return LedgerService(MemoryStore())
+
+
+def test_post_creates_entry(service):
+    entry = service.post("acc_1", Decimal("10.00"))
+    assert (entry.account, entry.amount) == ("acc_1", Decimal("10.00"))
+
+
+def test_post_same_key_returns_first(service):
+    first = service.post("acc_1", Decimal("10.00"), idempotency_key="k1")
+    assert service.post("acc_1", Decimal("99.00"), idempotency_key="k1") == first
+
+
+def test_post_different_keys(service):
+    a = service.post("acc_1", Decimal("1.00"), idempotency_key="k1")
+    b = service.post("acc_1", Decimal("1.00"), idempotency_key="k2")
+    assert a.id != b.id
+
+
+def test_list_entries_empty(service):
+    assert service.list_entries("acc_9") == []
+
+
+def test_list_entries_orders_by_id(service):
+    ids = [service.post("acc_1", Decimal("1.00")).id for _ in range(3)]
+    assert [e.id for e in service.list_entries("acc_1")] == sorted(ids)
+
+
+def test_fee_is_recorded(service):
+    assert service.post("acc_1", Decimal("10.00")).fee == Decimal("0.59")
+"""
+
+_TEST_API_PY = """import pytest
+from fastapi.testclient import TestClient
+
+from ledger.app import create_app
+from ledger.service import LedgerService
+from ledger.store import MemoryStore
+
+
+@pytest.fixture
+def service():
+    return LedgerService(MemoryStore())
+
+
+@pytest.fixture
+def client(service):
+    return TestClient(create_app(service))
+
+
+def test_post_entry(client):
+    response = client.post("/accounts/acc_1/entries", json={"amount": "12.00"})
+    assert response.status_code == 201 and response.json()["fee"] == "0.65"
+
+
+def test_post_is_idempotent(client):
+    headers = {"Idempotency-Key": "k1"}
+    first = client.post("/accounts/acc_1/entries", json={"amount": "5.00"}, headers=headers)
+    again = client.post("/accounts/acc_1/entries", json={"amount": "5.00"}, headers=headers)
+    assert again.json()["id"] == first.json()["id"]
+
+
+def test_list_entries(client, service):
+    client.post("/accounts/acc_1/entries", json={"amount": "12.00"})
+    response = client.get("/accounts/acc_1/entries?limit=10")
+    assert response.status_code == 200 and len(response.json()) == 1
+
+
+def test_unknown_account_404(client):
+    assert client.get("/accounts/nope/entries").status_code == 404
+
+
+def test_rejects_zero_amount(client):
+    assert client.post("/accounts/acc_1/entries", json={"amount": "0"}).status_code == 422
+"""
+
 _LEDGER_PYPROJECT = """[project]
 name = "ledger-api"
 version = "0.9.3"
@@ -215,6 +334,11 @@ dev = ["pytest>=8.3", "httpx>=0.27", "ruff>=0.8"]
 
 [tool.pytest.ini_options]
 pythonpath = ["src"]
+testpaths = ["tests/unit", "tests/integration"]
+
+[tool.mypy]
+strict = true
+files = ["src"]
 """
 
 _LEDGER = Repo(
@@ -222,14 +346,22 @@ _LEDGER = Repo(
     language="python",
     runner="pytest",
     remote="git@github.com:northwind-labs/ledger-api.git",
-    test_command="uv run pytest",
-    focused_test="uv run pytest {test_file}::{test_name} -q",
+    test_command="uv run pytest -x tests/unit",
+    focused_test="uv run pytest -x {test_file}::{test_name}",
     lint_command="uv run ruff check .",
     lint_output="All checks passed!\n",
     install_command="uv sync",
+    version="0.9.3",
+    check_command="uv run mypy src",
+    check_output="Success: no issues found in 6 source files\n",
+    test_of={
+        "src/ledger/fees.py": "tests/unit/test_fees.py",
+        "src/ledger/service.py": "tests/unit/test_service.py",
+        "src/ledger/api.py": "tests/unit/test_api.py",
+    },
     suites=(
         (
-            "tests/test_api.py",
+            "tests/unit/test_api.py",
             (
                 "test_post_entry",
                 "test_post_is_idempotent",
@@ -239,7 +371,7 @@ _LEDGER = Repo(
             ),
         ),
         (
-            "tests/test_fees.py",
+            "tests/unit/test_fees.py",
             (
                 "test_fee_on_ten",
                 "test_net_amount",
@@ -248,7 +380,7 @@ _LEDGER = Repo(
             ),
         ),
         (
-            "tests/test_service.py",
+            "tests/unit/test_service.py",
             (
                 "test_post_creates_entry",
                 "test_post_same_key_returns_first",
@@ -264,7 +396,9 @@ _LEDGER = Repo(
         "src/ledger/fees.py": _FEES_PY,
         "src/ledger/service.py": _SERVICE_PY,
         "src/ledger/api.py": _API_PY,
-        "tests/test_fees.py": _TEST_FEES_PY,
+        "tests/unit/test_fees.py": _TEST_FEES_PY,
+        "tests/unit/test_service.py": _TEST_SERVICE_PY,
+        "tests/unit/test_api.py": _TEST_API_PY,
     },
     tasks=(
         Task(
@@ -272,7 +406,7 @@ _LEDGER = Repo(
             instructions=(
                 "test_fee_rounds_half_up is failing on main, can you fix it?",
                 "fees are off by a cent for some amounts (5.00 should charge 0.45, we charge 0.44). fix it",
-                "CI is red on ledger-api: tests/test_fees.py fails. please fix the fee rounding",
+                "CI is red on ledger-api: tests/unit/test_fees.py fails. please fix the fee rounding",
             ),
             probes=(Probe("read", "src/ledger/fees.py"), Probe("grep", "quantize", "src")),
             edits=(
@@ -283,7 +417,7 @@ _LEDGER = Repo(
                 ),
             ),
             failure=Failure(
-                "tests/test_fees.py",
+                "tests/unit/test_fees.py",
                 "test_fee_rounds_half_up",
                 "AssertionError: assert Decimal('0.44') == Decimal('0.45')",
                 "    def test_fee_rounds_half_up():\n"
@@ -340,14 +474,19 @@ _LEDGER = Repo(
                 ),
             ),
             failure=Failure(
-                "tests/test_api.py",
+                "tests/unit/test_api.py",
                 "test_list_entries",
                 "TypeError: LedgerService.list_entries() got an unexpected keyword argument 'limit'",
                 "    def test_list_entries(client, service):\n"
                 '        client.post("/accounts/acc_1/entries", json={"amount": "12.00"})\n'
                 '>       response = client.get("/accounts/acc_1/entries?limit=10")\n'
                 "E       TypeError: LedgerService.list_entries() got an unexpected keyword argument 'limit'",
-                31,
+                33,
+                check_output='src/ledger/api.py:30: error: Unexpected keyword argument "limit" for '
+                '"list_entries" of "LedgerService"  [call-arg]\n'
+                'src/ledger/api.py:30: error: Unexpected keyword argument "after" for '
+                '"list_entries" of "LedgerService"  [call-arg]\n'
+                "Found 2 errors in 1 file (checked 6 source files)\n",
             ),
             answer="Added `limit` (1–500, default 50) and an `after` cursor to the entries endpoint; the "
             "service filters by id and slices. Tests pass. Note the store still loads every entry for the "
@@ -361,10 +500,10 @@ _LEDGER = Repo(
                 "add a test that net_amount rejects a zero amount",
                 "we have no test for net_amount(0). add one next to the negative case",
             ),
-            probes=(Probe("read", "tests/test_fees.py"),),
+            probes=(Probe("read", "tests/unit/test_fees.py"),),
             edits=(
                 Edit(
-                    "tests/test_fees.py",
+                    "tests/unit/test_fees.py",
                     "def test_net_amount_rejects_negative():\n"
                     "    with pytest.raises(ValueError):\n"
                     '        net_amount(Decimal("-1"))\n',
@@ -498,6 +637,7 @@ _PACKAGE_JSON = """{
     "test": "vitest",
     "lint": "eslint ."
   },
+  "packageManager": "pnpm@9.14.2",
   "dependencies": {
     "react": "^18.3.1",
     "react-dom": "^18.3.1",
@@ -510,6 +650,84 @@ _PACKAGE_JSON = """{
     "vitest": "^2.1.8"
   }
 }
+"""
+
+_FORMAT_TEST_TS = """import { describe, expect, it } from "vitest";
+
+import { formatDate, formatMoney } from "./format";
+
+describe("formatMoney", () => {
+  it("formats dollars", () => {
+    expect(formatMoney(1234)).toBe("$12.34");
+  });
+
+  it("formats euros", () => {
+    expect(formatMoney(500, "EUR")).toBe("€5.00");
+  });
+
+  it("puts the minus sign before the symbol", () => {
+    expect(formatMoney(-1200)).toBe("-$12.00");
+  });
+
+  it("formats dates", () => {
+    expect(formatDate("2026-03-01T09:30:00Z")).toBe("Mar 1, 2026");
+  });
+});
+"""
+
+_INVOICE_TABLE_TEST_TSX = """import { fireEvent, render, screen } from "@testing-library/react";
+import { describe, expect, it, vi } from "vitest";
+
+import { invoiceFixtures } from "../test/fixtures";
+import { InvoiceTable } from "./InvoiceTable";
+
+describe("InvoiceTable", () => {
+  it("renders a row per invoice", () => {
+    render(<InvoiceTable invoices={invoiceFixtures} onSelect={() => {}} />);
+    expect(screen.getAllByRole("row")).toHaveLength(invoiceFixtures.length + 1);
+  });
+
+  it("calls onSelect", () => {
+    const onSelect = vi.fn();
+    render(<InvoiceTable invoices={invoiceFixtures} onSelect={onSelect} />);
+    fireEvent.click(screen.getByText(invoiceFixtures[0].number));
+    expect(onSelect).toHaveBeenCalledWith(invoiceFixtures[0].id);
+  });
+
+  it("filters by status", () => {
+    render(<InvoiceTable invoices={invoiceFixtures} onSelect={() => {}} status="paid" />);
+    const paid = invoiceFixtures.filter((inv) => inv.status === "paid");
+    expect(screen.getAllByRole("row").length - 1).toBe(paid.length);
+  });
+});
+"""
+
+_CLIENT_TEST_TS = """import { afterEach, describe, expect, it, vi } from "vitest";
+
+import { fetchJson } from "./client";
+
+vi.mock("../auth/session", () => ({ getSession: async () => ({ accessToken: "t0k" }) }));
+
+afterEach(() => vi.unstubAllGlobals());
+
+describe("fetchJson", () => {
+  it("sends the bearer token", async () => {
+    const fetch = vi.fn().mockResolvedValue(new Response("{}"));
+    vi.stubGlobal("fetch", fetch);
+    await fetchJson("/invoices");
+    expect(fetch.mock.calls[0][1].headers.Authorization).toBe("Bearer t0k");
+  });
+
+  it("throws on 401", async () => {
+    vi.stubGlobal("fetch", vi.fn().mockResolvedValue(new Response("", { status: 401 })));
+    await expect(fetchJson("/invoices")).rejects.toThrow("GET /invoices failed: 401");
+  });
+
+  it("parses json", async () => {
+    vi.stubGlobal("fetch", vi.fn().mockResolvedValue(new Response('[{"id":"in_1"}]')));
+    expect(await fetchJson("/invoices")).toEqual([{ id: "in_1" }]);
+  });
+});
 """
 
 _FORMAT_DATE_TEST_TS = """import { describe, expect, it } from "vitest";
@@ -532,11 +750,19 @@ _WEB = Repo(
     language="typescript",
     runner="vitest",
     remote="git@github.com:northwind-labs/web-console.git",
-    test_command="npm test -- --run",
-    focused_test="npx vitest run {test_file} -t '{test_name}'",
-    lint_command="npm run lint",
-    lint_output="\n> web-console@1.14.0 lint\n> eslint .\n\n",
-    install_command="npm ci",
+    test_command="pnpm vitest run",
+    focused_test="pnpm vitest run {test_file} -t '{test_name}'",
+    lint_command="pnpm lint",
+    lint_output="\n> web-console@1.14.0 lint /home/dana/src/web-console\n> eslint .\n\n",
+    install_command="pnpm install --frozen-lockfile",
+    version="1.14.0",
+    check_command="pnpm tsc --noEmit",
+    check_output="",  # tsc is silent when the types check
+    test_of={
+        "src/lib/format.ts": "src/lib/format.test.ts",
+        "src/components/InvoiceTable.tsx": "src/components/InvoiceTable.test.tsx",
+        "src/api/client.ts": "src/api/client.test.ts",
+    },
     suites=(
         (
             "src/lib/format.test.ts",
@@ -554,6 +780,9 @@ _WEB = Repo(
         "src/lib/format.ts": _FORMAT_TS,
         "src/components/InvoiceTable.tsx": _INVOICE_TABLE_TSX,
         "src/api/client.ts": _CLIENT_TS,
+        "src/lib/format.test.ts": _FORMAT_TEST_TS,
+        "src/components/InvoiceTable.test.tsx": _INVOICE_TABLE_TEST_TSX,
+        "src/api/client.test.ts": _CLIENT_TEST_TS,
     },
     tasks=(
         Task(
@@ -577,7 +806,7 @@ _WEB = Repo(
                 "AssertionError: expected '$-12.00' to be '-$12.00' // Object.is equality",
                 "AssertionError: expected '$-12.00' to be '-$12.00' // Object.is equality\n\n"
                 "- Expected\n+ Received\n\n- -$12.00\n+ $-12.00\n",
-                19,
+                15,
             ),
             reproduce_first=True,
             answer="`formatMoney` put the symbol in front of the already-signed number. It now formats the "
@@ -620,7 +849,7 @@ _WEB = Repo(
                 "AssertionError: expected 3 to be 2 // Object.is equality",
                 "AssertionError: expected 3 to be 2 // Object.is equality\n\n- Expected\n+ "
                 "Received\n\n- 2\n+ 3\n",
-                41,
+                23,
             ),
             answer='Added an optional `status` prop (`"all"` by default) to `InvoiceTable`; rows are '
             "filtered before rendering. The first attempt still mapped over `invoices`, which the new test "
@@ -759,6 +988,52 @@ thiserror = "2.0"
 proptest = "1.5"
 """
 
+_EVICTION_RS = """use tilecache::{TileCache, TileKey};
+
+fn key(x: u32) -> TileKey {
+    TileKey::new(12, x, 7)
+}
+
+fn tile() -> Vec<u8> {
+    vec![0u8; 16]
+}
+
+#[test]
+fn evicts_least_recently_used() {
+    let mut cache = TileCache::new(3);
+    for x in 0..4 {
+        cache.insert(key(x), tile());
+    }
+    // the first tile is the least recently used: it must be gone
+    assert_eq!(cache.len(), 3);
+    assert!(cache.get(&key(0)).is_none());
+}
+
+#[test]
+fn get_refreshes_recency() {
+    let mut cache = TileCache::new(2);
+    cache.insert(key(0), tile());
+    cache.insert(key(1), tile());
+    cache.get(&key(0));
+    cache.insert(key(2), tile());
+    assert!(cache.get(&key(0)).is_some());
+    assert!(cache.get(&key(1)).is_none());
+}
+
+#[test]
+fn capacity_one() {
+    let mut cache = TileCache::new(1);
+    cache.insert(key(0), tile());
+    cache.insert(key(1), tile());
+    assert_eq!(cache.len(), 1);
+}
+"""
+
+_CLIPPY_OK = (
+    "    Checking tilecache v0.4.2 (/home/dana/src/tilecache)\n"
+    "    Finished `dev` profile [unoptimized + debuginfo] target(s) in 1.12s\n"
+)
+
 _CLIPPY_WARNINGS = """    Checking tilecache v0.4.2 (/home/dana/src/tilecache)
 error: struct `TileCache` has a public `len` method, but no `is_empty` method
   --> src/cache.rs:36:5
@@ -776,13 +1051,16 @@ error: could not compile `tilecache` (lib) due to 1 previous error
 _TILECACHE = Repo(
     name="tilecache",
     language="rust",
-    runner="cargo",
+    runner="nextest",
     remote="https://github.com/northwind-labs/tilecache.git",
-    test_command="cargo test",
-    focused_test="cargo test --test {test_file} {test_name}",
+    test_command="cargo nextest run",
+    focused_test="cargo nextest run --test {test_file} {test_name}",
     lint_command="cargo clippy --all-targets -- -D warnings",
-    lint_output="    Checking tilecache v0.4.2 (/home/dana/src/tilecache)\n"
-    "    Finished `dev` profile [unoptimized + debuginfo] target(s) in 1.12s\n",
+    lint_output=_CLIPPY_OK,
+    version="0.4.2",
+    check_command="cargo clippy --all-targets -- -D warnings",
+    check_output=_CLIPPY_OK,
+    test_of={"src/cache.rs": "tests/eviction.rs"},
     suites=(
         (
             "src/lib.rs",
@@ -799,6 +1077,7 @@ _TILECACHE = Repo(
         "Cargo.toml": _CARGO_TOML,
         "src/lib.rs": _LIB_RS,
         "src/cache.rs": _CACHE_RS,
+        "tests/eviction.rs": _EVICTION_RS,
     },
     tasks=(
         Task(
@@ -964,6 +1243,95 @@ func main() {
 }
 """
 
+_LIMITER_TEST_GO = """package ratelimit
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestAllowBurst(t *testing.T) {
+	l := New(1, 3)
+	for i := 0; i < 3; i++ {
+		if !l.Allow() {
+			t.Fatalf("request %d denied within the burst", i)
+		}
+	}
+}
+
+func TestRefill(t *testing.T) {
+	now := time.Unix(0, 0)
+	l := New(5, 10)
+	l.now = func() time.Time { return now }
+	l.tokens, l.lastFill = 0, now
+	now = now.Add(2 * time.Second)
+	l.Allow()
+	// 2s at 5 tokens/s refills the whole burst of 10
+	if got := l.Remaining() + 1; got != 10 {
+		t.Errorf("tokens after 2s at 5/s = %d, want 10", got)
+	}
+}
+
+func TestRemaining(t *testing.T) {
+	l := New(1, 4)
+	l.Allow()
+	if got := l.Remaining(); got != 3 {
+		t.Errorf("Remaining() = %d, want 3", got)
+	}
+}
+
+func TestConcurrentAllow(t *testing.T) {
+	l := New(0, 100)
+	var wg sync.WaitGroup
+	for i := 0; i < 100; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); l.Allow() }()
+	}
+	wg.Wait()
+	if got := l.Remaining(); got != 0 {
+		t.Errorf("Remaining() after 100 concurrent requests = %d, want 0", got)
+	}
+}
+"""
+
+_HANDLER_TEST_GO = """package proxy
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+func TestHandlerForwards(t *testing.T) {
+	h, upstream := newTestHandler(t, 10)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/things", nil))
+	if rec.Code != http.StatusOK || upstream.Hits() != 1 {
+		t.Fatalf("code %d, upstream hits %d; want 200 and 1", rec.Code, upstream.Hits())
+	}
+}
+
+func TestHandlerRejectsOverLimit(t *testing.T) {
+	h, _ := newTestHandler(t, 1)
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	if rec.Code != http.StatusTooManyRequests {
+		t.Fatalf("second request: code %d, want 429", rec.Code)
+	}
+}
+
+func TestHandlerSetsRemainingHeader(t *testing.T) {
+	h, _ := newTestHandler(t, 5)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	if got := rec.Header().Get("X-RateLimit-Remaining"); got != "4" {
+		t.Fatalf("X-RateLimit-Remaining = %q, want 4", got)
+	}
+}
+"""
+
 _GO_MOD = """module github.com/northwind-labs/edge-proxy
 
 go 1.23
@@ -979,11 +1347,17 @@ _EDGE = Repo(
     language="go",
     runner="go",
     remote="git@github.com:northwind-labs/edge-proxy.git",
-    test_command="go test ./...",
-    focused_test="go test ./{test_file} -run '^{test_name}$' -v",
+    test_command="go test -race ./...",
+    focused_test="go test -race ./{test_file} -run '^{test_name}$' -v",
     lint_command="golangci-lint run ./...",
     lint_output="0 issues.\n",
     install_command="go mod download",
+    check_command="go vet ./...",
+    check_output="",  # go vet is silent when it finds nothing
+    test_of={
+        "internal/ratelimit/limiter.go": "internal/ratelimit/limiter_test.go",
+        "internal/proxy/handler.go": "internal/proxy/handler_test.go",
+    },
     suites=(
         ("cmd/proxy", ()),
         ("internal/config", ("TestLoad", "TestLoadMissingFile", "TestDefaults")),
@@ -998,6 +1372,8 @@ _EDGE = Repo(
         "internal/ratelimit/limiter.go": _LIMITER_GO,
         "internal/proxy/handler.go": _HANDLER_GO,
         "cmd/proxy/main.go": _MAIN_GO,
+        "internal/ratelimit/limiter_test.go": _LIMITER_TEST_GO,
+        "internal/proxy/handler_test.go": _HANDLER_TEST_GO,
     },
     tasks=(
         Task(
@@ -1056,6 +1432,9 @@ _EDGE = Repo(
                 "build failed: undefined: strconv",
                 "handler.go:24:45: undefined: strconv",
                 24,
+                check_output="# github.com/northwind-labs/edge-proxy/internal/proxy\n"
+                "# [github.com/northwind-labs/edge-proxy/internal/proxy]\n"
+                "vet: internal/proxy/handler.go:24:45: undefined: strconv\n",
             ),
             answer="The handler now sets `X-RateLimit-Remaining` from `limiter.Remaining()` before proxying "
             "(also on the upstream's response, since headers are written first). The first build missed "
@@ -1146,6 +1525,46 @@ def write_rollup(day: dt.date, totals: dict[str, float]) -> None:
     pq.write_table(pa_table(rows), f"{DATA_ROOT}/rollups/orders_daily/{day:%Y-%m-%d}.parquet")
 '''
 
+_TEST_ORDERS_DAILY_PY = """from unittest import mock
+
+import pytest
+
+from jobs import orders_daily
+from jobs.orders_daily import main, rollup
+
+
+@pytest.fixture
+def fake_io(monkeypatch):
+    fake = mock.Mock(read_orders=mock.Mock(return_value=[{"customer_id": "c1", "total": "2.5"}]))
+    monkeypatch.setattr(orders_daily, "read_orders", fake.read_orders)
+    monkeypatch.setattr(orders_daily, "write_rollup", fake.write_rollup)
+    return fake
+
+
+def test_rollup_sums_per_customer():
+    rows = [{"customer_id": "c1", "total": "1.5"}, {"customer_id": "c1", "total": "2"}]
+    assert rollup(rows) == {"c1": 3.5}
+
+
+def test_rollup_strips_ids():
+    assert rollup([{"customer_id": " c2 ", "total": "1"}]) == {"c2": 1.0}
+
+
+def test_skips_null_customer():
+    rows = [{"customer_id": None, "total": "9.50"}, {"customer_id": "c1", "total": "1"}]
+    assert rollup(rows) == {"c1": 1.0}  # guest checkouts have no customer id
+
+
+def test_main_writes_rollup(fake_io):
+    assert main(["--date", "2026-11-01"]) == 0
+    fake_io.write_rollup.assert_called_once()
+
+
+def test_dry_run_writes_nothing(monkeypatch, fake_io):
+    main(["--date", "2026-11-01", "--dry-run"])
+    fake_io.write_rollup.assert_not_called()
+"""
+
 _MAKEFILE = """.PHONY: test lint run
 
 test:
@@ -1167,6 +1586,10 @@ _ETL = Repo(
     focused_test="uv run pytest -q {test_file}::{test_name}",
     lint_command="make lint",
     lint_output="uv run ruff check jobs tests\nAll checks passed!\n",
+    test_banner="uv run pytest -q\n",
+    check_command="make lint",
+    check_output="uv run ruff check jobs tests\nAll checks passed!\n",
+    test_of={"jobs/orders_daily.py": "tests/test_orders_daily.py"},
     suites=(
         ("tests/test_io.py", ("test_read_orders_path", "test_write_rollup_sorted")),
         (
@@ -1184,6 +1607,7 @@ _ETL = Repo(
         "Makefile": _MAKEFILE,
         "jobs/orders_daily.py": _ORDERS_DAILY_PY,
         "jobs/common/io.py": _IO_PY,
+        "tests/test_orders_daily.py": _TEST_ORDERS_DAILY_PY,
     },
     tasks=(
         Task(
@@ -1210,14 +1634,14 @@ _ETL = Repo(
                 "    def test_skips_null_customer():\n"
                 '        rows = [{"customer_id": None, "total": "9.50"}, '
                 '{"customer_id": "c1", "total": "1"}]\n'
-                '>       assert rollup(rows) == {"c1": 1.0}\n'
+                '>       assert rollup(rows) == {"c1": 1.0}  # guest checkouts have no customer id\n'
                 "\n"
-                "tests/test_orders_daily.py:31: \n"
+                "tests/test_orders_daily.py:28: \n"
                 "_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _\n"
                 "jobs/orders_daily.py:14: in rollup\n"
                 '    customer = row["customer_id"].strip()\n'
                 "E   AttributeError: 'NoneType' object has no attribute 'strip'",
-                31,
+                28,
             ),
             reproduce_first=True,
             answer="`rollup` now skips rows whose `customer_id` is null (guest checkouts) instead of "
@@ -1258,7 +1682,7 @@ _ETL = Repo(
                 '        main(["--date", "2026-11-01", "--dry-run"])\n'
                 ">       fake_io.write_rollup.assert_not_called()\n"
                 "E       AssertionError: expected 'write_rollup' to not have been called. Called 1 times.",
-                44,
+                38,
             ),
             answer="Added `--dry-run`: the job reads and rolls up as usual, prints the order and customer "
             "counts, and skips `write_rollup`. Tests pass.",
@@ -1335,6 +1759,9 @@ SAY_BEFORE: dict[str, tuple[str, ...]] = {
         "",
     ),
     "shell": ("", "Let me check that."),
+    "status": ("", "", "Checking the working tree first."),
+    "read_test": ("Let me see what `{path}` expects.", "Reading `{path}` before running it.", ""),
+    "check": ("", "Type-checking and linting first.", "Running the static checks."),
 }
 
 THINK: dict[str, tuple[str, ...]] = {
@@ -1347,6 +1774,10 @@ THINK: dict[str, tuple[str, ...]] = {
     "after_fail": (
         "The test output shows `{summary}`. That points at the code I just touched.",
         "**Reading the failure**\n\n`{summary}` — the change is incomplete; fix that and rerun.",
+    ),
+    "after_check": (
+        "The static check reports `{summary}`. Fix that before running the tests.",
+        "**Reading the check**\n\n`{summary}` — the change doesn't check yet; finish it.",
     ),
     "after_denial": (
         "That action was refused. I shouldn't retry it; do something safer that still moves the task on.",
@@ -1576,25 +2007,31 @@ def _centered(text: str, fill: str = "=") -> str:
     return f" {text} ".center(80, fill)
 
 
-def _pytest_progress(repo: Repo, failure: Failure | None) -> tuple[list[str], int, int]:
+def _pytest_progress(
+    repo: Repo, failure: Failure | None, stop_first: bool = False
+) -> tuple[list[str], int, int]:
+    """Progress lines, failed and passed counts; `stop_first` (`-x`) ends the run at the failure."""
     lines: list[str] = []
     done = failed = 0
     total = repo.test_count
     for test_file, names in repo.suites:
-        marks = "".join(
-            "F"
-            if failure is not None and failure.test_file == test_file and name == failure.test_name
-            else "."
-            for name in names
-        )
+        marks = ""
+        for name in names:
+            hit = failure is not None and failure.test_file == test_file and name == failure.test_name
+            marks += "F" if hit else "."
+            if hit and stop_first:
+                lines.append(f"{test_file} {marks}")
+                return lines, 1, done + len(marks) - 1
         done += len(names)
         failed += marks.count("F")
         lines.append(f"{test_file} {marks}".ljust(73) + f"[{done * 100 // total:3d}%]")
     return lines, failed, total - failed
 
 
-def pytest_report(repo: Repo, failure: Failure | None, seconds: float, quiet: bool = False) -> str:
-    progress, failed, passed = _pytest_progress(repo, failure)
+def pytest_report(
+    repo: Repo, failure: Failure | None, seconds: float, quiet: bool = False, stop_first: bool = False
+) -> str:
+    progress, failed, passed = _pytest_progress(repo, failure, stop_first)
     out: list[str] = []
     if quiet:
         dots = "".join(line.split(" ", 1)[1].split()[0] for line in progress)
@@ -1621,6 +2058,8 @@ def pytest_report(repo: Repo, failure: Failure | None, seconds: float, quiet: bo
             _centered("short test summary info"),
             f"FAILED {failure.test_file}::{failure.test_name} - {failure.summary}",
         ]
+        if stop_first:
+            out.append(_centered("stopping after 1 failures", "!"))
         tally = f"{failed} failed, {passed} passed in {seconds:.2f}s"
     else:
         tally = f"{passed} passed in {seconds:.2f}s"
@@ -1660,12 +2099,34 @@ def vitest_report(repo: Repo, failure: Failure | None, seconds: float) -> str:
     return "\n".join(out) + "\n"
 
 
-def _cargo_failure(failure: Failure, stem: str, passed: int) -> list[str]:
+def _panic_site(test_file: str, test_name: str) -> str:
+    """Where a failing Rust test's assertion sits: its module's file for unit tests, else tests/<stem>.rs."""
+    module, sep, _ = test_name.rpartition("::tests::")
+    if sep:
+        return f"src/{module.replace('::', '/')}.rs"
+    if test_file.startswith("tests/") or test_file.startswith("src/"):
+        return test_file
+    return f"tests/{test_file}.rs"
+
+
+def _rust_target(test_file: str) -> tuple[bool, str]:
+    """(a unit-test binary, the binary's stem): src/lib.rs and src/main.rs hold unit tests."""
+    return test_file.startswith("src/"), test_file.rsplit("/", 1)[-1].removesuffix(".rs")
+
+
+def _matches(failure: Failure | None, test_file: str) -> bool:
+    return failure is not None and failure.test_file in (test_file, _rust_target(test_file)[1])
+
+
+def _cargo_failure(repo: Repo, failure: Failure, test_file: str, passed: int) -> list[str]:
+    unit, stem = _rust_target(test_file)
+    rerun = ("--lib" if stem == "lib" else f"--bin {repo.name}") if unit else f"--test {stem}"
     return [
         "failures:",
         "",
         f"---- {failure.test_name} stdout ----",
-        f"thread '{failure.test_name}' panicked at tests/{stem}.rs:{failure.line}:5:",
+        f"thread '{failure.test_name}' panicked at {_panic_site(test_file, failure.test_name)}:"
+        f"{failure.line}:5:",
         failure.detail,
         "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace",
         "",
@@ -1676,30 +2137,40 @@ def _cargo_failure(failure: Failure, stem: str, passed: int) -> list[str]:
         f"test result: FAILED. {passed} passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; "
         "finished in 0.00s",
         "",
-        f"error: test failed, to rerun pass `--test {stem}`",
+        f"error: test failed, to rerun pass `{rerun}`",
     ]
+
+
+def _rust_compile_error(repo: Repo, failure: Failure) -> str:
+    """cargo's output when the tests don't build: `failure.detail` holds rustc's error block."""
+    kind = "lib test" if "src/lib.rs" in repo.files else f'bin "{repo.name}" test'
+    return (
+        f"   Compiling {repo.name} v{repo.version} ({repo.cwd})\n{failure.detail}\n\n"
+        f"error: could not compile `{repo.name}` ({kind}) due to 1 previous error\n"
+    )
 
 
 def cargo_report(repo: Repo, failure: Failure | None, seconds: float) -> str:
+    if failure is not None and failure.summary.startswith("build failed"):
+        return _rust_compile_error(repo, failure)
     out = [
-        f"   Compiling {repo.name} v0.4.2 ({repo.cwd})",
+        f"   Compiling {repo.name} v{repo.version} ({repo.cwd})",
         f"    Finished `test` profile [unoptimized + debuginfo] target(s) in {seconds * 0.8:.2f}s",
     ]
     for test_file, names in repo.suites:
-        unit = test_file.startswith("src/")
-        stem = test_file.rsplit("/", 1)[-1].removesuffix(".rs")
+        unit, stem = _rust_target(test_file)
         target = f"unittests {test_file}" if unit else test_file
         out += [
             f"     Running {target} (target/debug/deps/{repo.name if unit else stem}-3f9a1c2b7d4e5f60)",
             "",
             f"running {len(names)} tests",
         ]
-        failed = failure.test_name if failure is not None and failure.test_file == stem else None
+        failed = failure.test_name if failure is not None and _matches(failure, test_file) else None
         out += [f"test {name} ... {'FAILED' if name == failed else 'ok'}" for name in names]
         out.append("")
         if failure is not None and failed is not None:
             # cargo stops at the first failing test binary
-            return "\n".join(out + _cargo_failure(failure, stem, len(names) - 1)) + "\n"
+            return "\n".join(out + _cargo_failure(repo, failure, test_file, len(names) - 1)) + "\n"
         out += [
             f"test result: ok. {len(names)} passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; "
             "finished in 0.01s",
@@ -1714,6 +2185,42 @@ def cargo_report(repo: Repo, failure: Failure | None, seconds: float) -> str:
         "",
     ]
     return "\n".join(out) + "\n"
+
+
+_RULE_NEXTEST = "─" * 12
+
+
+def nextest_report(repo: Repo, failure: Failure | None, seconds: float) -> str:
+    """`cargo nextest run`: a line per test, the failing test's output, then the summary."""
+    out = [
+        f"   Compiling {repo.name} v{repo.version} ({repo.cwd})",
+        f"    Finished `test` profile [unoptimized + debuginfo] target(s) in {seconds * 0.7:.2f}s",
+        _RULE_NEXTEST,
+        f"    Starting {repo.test_count} tests across {len(repo.suites)} binaries",
+    ]
+    tail: list[str] = []
+    for n, (test_file, names) in enumerate(repo.suites):
+        unit, stem = _rust_target(test_file)
+        binary = repo.name if unit else f"{repo.name}::{stem}"
+        for k, name in enumerate(names):
+            took = f"[{0.003 + 0.001 * ((n * 7 + k * 3) % 9):>8.3f}s]"
+            if failure is not None and _matches(failure, test_file) and name == failure.test_name:
+                site = _panic_site(test_file, name)
+                out += [
+                    f"        FAIL {took} {binary} {name}",
+                    f"──── STDERR:             {binary} {name}",
+                    f"thread '{name}' panicked at {site}:{failure.line}:5:",
+                    failure.detail,
+                    "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace",
+                    "",
+                ]
+                tail = [f"        FAIL {took} {binary} {name}", "error: test run failed"]
+            else:
+                out.append(f"        PASS {took} {binary} {name}")
+    total = repo.test_count
+    counts = f"{total - 1} passed, 1 failed" if tail else f"{total} passed"
+    out += [_RULE_NEXTEST, f"     Summary [{seconds * 0.3:>8.3f}s] {total} tests run: {counts}, 0 skipped"]
+    return "\n".join(out + tail) + "\n"
 
 
 def go_report(repo: Repo, failure: Failure | None, seconds: float) -> str:
@@ -1745,16 +2252,21 @@ def go_report(repo: Repo, failure: Failure | None, seconds: float) -> str:
 
 def suite_report(repo: Repo, failure: Failure | None, seconds: float) -> tuple[str, int]:
     """The output of the repository's full test command, and its exit code."""
+    words = repo.test_command.split()
+    code = 0 if failure is None else 1
     if repo.runner == "pytest":
-        return pytest_report(repo, failure, seconds), 0 if failure is None else 1
+        quiet, stop_first = "-q" in words, "-x" in words
+        return repo.test_banner + pytest_report(repo, failure, seconds, quiet, stop_first), code
     if repo.runner == "vitest":
-        head = "\n> web-console@1.14.0 test\n> vitest --run\n\n"
-        return head + vitest_report(repo, failure, seconds), 0 if failure is None else 1
+        return repo.test_banner + vitest_report(repo, failure, seconds), code
     if repo.runner == "cargo":
         return cargo_report(repo, failure, seconds), 0 if failure is None else 101
+    if repo.runner == "nextest":
+        return nextest_report(repo, failure, seconds), 0 if failure is None else 100
     if repo.runner == "go":
-        return go_report(repo, failure, seconds), 0 if failure is None else 1
-    body = "uv run pytest -q\n" + pytest_report(repo, failure, seconds, quiet=True)
+        return go_report(repo, failure, seconds), code
+    # make: the recipe's command line (the banner), then its quiet pytest run
+    body = repo.test_banner + pytest_report(repo, failure, seconds, quiet=True)
     if failure is None:
         return body, 0
     return body + "make: *** [Makefile:4: test] Error 1\n", 2

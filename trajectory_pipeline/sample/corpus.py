@@ -15,7 +15,19 @@ for real homes (~/.claude/projects, ~/.codex/sessions, ...) works unchanged:
     agent_logs/session_YYYY-MM-DD.jsonl                                       own agent, one file a day
     chat/chat_YYYY-MM-DD.jsonl                                                chat JSONL, a session a line
 
-Five repositories (Python, TypeScript, Rust, Go) recur with the same kinds of task across days.
+Two profiles (`CorpusSpec.profile`, `--profile`):
+- `demo` (the default, what `make demo` trains and replays on): one user's five repositories
+  (Python, TypeScript, Rust, Go) recur with the same kinds of task across days, each with its own
+  test command and layout, and the user's routines: `git status -sb` before changing anything, the
+  module's test file read after editing it, the repository's static check before every test run
+  (`content` and `scenarios` module docstrings).
+- `generic`: 24 generated repositories of other people (`generic.py`) with generic habits (read
+  the file the task names, edit, run the language's default tests), to train a learned base on. Its
+  defaults end on 2026-10-31, before the demo window, with another seed, and its random streams are
+  named apart, so session ids, dates, repositories and paths are disjoint from the demo's.
+
+    trajectory-pipeline sample-corpus --out /tmp/generic --profile generic
+
 Sessions show inspect → edit → test loops, tests failing then passing, refused actions followed by
 a different action, user interruptions, inspect-only questions, sessions that give up, sub-agents,
 and planted secrets (AWS, GitHub, OpenAI, Anthropic, Slack, Stripe, a PEM key, a JWT, a bearer
@@ -35,8 +47,9 @@ Decisions worth knowing:
   Code stores a tool's output twice, Codex echoes commands in exec_command_end).
 - Same spec, same bytes: every file draws from its own `random.Random` stream seeded from the spec,
   ids come from those streams, and nothing reads the clock. Each file's mtime is its last event.
-- Writing into a directory that holds a previous run (marked by `.sample-corpus.json`) replaces
-  that run; any other non-empty directory is refused, so real transcripts are never overwritten.
+- Writing into a directory that holds a previous run (marked by `.sample-corpus.json`, which
+  records the spec, profile included) replaces that run; any other non-empty directory is refused,
+  so real transcripts are never overwritten.
 """
 
 from __future__ import annotations
@@ -56,7 +69,7 @@ from pathlib import Path
 import orjson
 
 from trajectory_pipeline.parallel import map_in_processes
-from trajectory_pipeline.sample.content import REPOS, RepoIndex
+from trajectory_pipeline.sample.content import EXPOSURES, REPOS, Exposure, Repo, RepoIndex
 from trajectory_pipeline.sample.formats import (
     SPOIL_KINDS,
     Sink,
@@ -74,6 +87,7 @@ from trajectory_pipeline.sample.formats import (
     write_codex,
     write_own_agent,
 )
+from trajectory_pipeline.sample.generic import GENERIC_EXPOSURES, generic_repos
 from trajectory_pipeline.sample.scenarios import Options, Scenario, build_scenario
 
 SOURCES = ("claude_code", "codex", "own_agent", "chat_jsonl")
@@ -103,16 +117,65 @@ _GUARD_STYLES = {
 
 
 @dataclass(frozen=True)
+class Profile:
+    """Whose sessions a corpus holds: the repositories, their habits, and the defaults of the spec."""
+
+    name: str
+    end_date: dt.date  # CorpusSpec's default end_date
+    seed: int  # CorpusSpec's default seed
+    routines: bool  # sessions follow the demo user's routines (scenarios module docstring)
+    exposures: tuple[Exposure, ...]
+
+    def repos(self) -> tuple[Repo, ...]:
+        return REPOS if self.name == "demo" else generic_repos()
+
+
+# demo: this user's five repositories and routines, the window the demo trains and replays on.
+# generic: other people's repositories with generic habits, ending before the demo window, to
+# train the learned base on (sample/generic.py).
+PROFILES: dict[str, Profile] = {
+    "demo": Profile("demo", dt.date(2026, 11, 22), 7, True, EXPOSURES),
+    "generic": Profile("generic", dt.date(2026, 10, 31), 1031, False, GENERIC_EXPOSURES),
+}
+
+
+class _DefaultDate(dt.date):
+    """CorpusSpec's default end_date: __post_init__ replaces it with the profile's."""
+
+
+class _DefaultSeed(int):
+    """CorpusSpec's default seed: __post_init__ replaces it with the profile's."""
+
+
+_DEFAULT_END = _DefaultDate(2026, 11, 22)
+_DEFAULT_SEED = _DefaultSeed(7)
+
+
+@dataclass(frozen=True)
 class CorpusSpec:
-    """What to generate. The same spec always produces byte-identical files."""
+    """What to generate. The same spec always produces byte-identical files.
+
+    `end_date` and `seed` default to the profile's (`PROFILES`): `CorpusSpec()` ends 2026-11-22
+    with seed 7, `CorpusSpec(profile="generic")` ends 2026-10-31 with seed 1031. A value given
+    explicitly is kept, whatever the profile (so `dataclasses.replace(spec, profile=...)` keeps
+    the dates and seed of `spec`).
+    """
 
     days: int = 14  # number of consecutive days, ending on end_date
-    end_date: dt.date = dt.date(2026, 11, 22)  # the last day (UTC) that sessions start on
+    end_date: dt.date = _DEFAULT_END  # the last day (UTC) that sessions start on
     sessions_per_day: int = 6  # per source, per day (own agent: at most OWN_AGENT_MAX_PER_DAY)
-    seed: int = 7  # seeds every random stream; change it for a different corpus of the same shape
+    seed: int = _DEFAULT_SEED  # seeds every random stream; another seed, another corpus of the same shape
     malformed_lines: bool = True  # splice truncated, non-UTF-8 and unknown-type lines into some files
+    profile: str = "demo"  # whose sessions: "demo" (this user's repositories and routines) or "generic"
 
     def __post_init__(self) -> None:
+        if self.profile not in PROFILES:
+            raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {self.profile!r}")
+        defaults = PROFILES[self.profile]
+        if type(self.end_date) is _DefaultDate:
+            object.__setattr__(self, "end_date", defaults.end_date)
+        if type(self.seed) is _DefaultSeed:
+            object.__setattr__(self, "seed", defaults.seed)
         if self.days < 1:
             raise ValueError(f"days must be at least 1, got {self.days}")
         if self.sessions_per_day < 1:
@@ -183,6 +246,8 @@ class _Day:
 
     def __init__(self, spec: CorpusSpec, source: str, day_index: int, indexes: dict[str, RepoIndex]) -> None:
         self.spec = spec
+        self.profile = PROFILES[spec.profile]
+        self.repos = tuple(index.repo for index in indexes.values())
         self.source = source
         self.day_index = day_index
         self.day = spec.dates[day_index]
@@ -193,7 +258,9 @@ class _Day:
         self.spoiled = spec.malformed_lines and day_index % MALFORMED_EVERY_DAYS == 0
 
     def rng(self, label: str) -> random.Random:
-        return random.Random(f"{self.spec.seed}:{self.source}:{self.day.isoformat()}:{label}")
+        # the demo's streams keep their historical names; other profiles' are apart from them
+        prefix = "" if self.spec.profile == "demo" else f"{self.spec.profile}:"
+        return random.Random(f"{prefix}{self.spec.seed}:{self.source}:{self.day.isoformat()}:{label}")
 
     def scenario(self, rng: random.Random, i: int, crossing: bool) -> Scenario:
         options = Options(
@@ -201,9 +268,11 @@ class _Day:
             guard_styles=_GUARD_STYLES[self.source],
             plant_secret=i == 0 or rng.random() < 0.2,
             long=crossing,
+            routines=self.profile.routines,
+            exposures=self.profile.exposures,
         )
         for _ in range(20):
-            repo = rng.choices(REPOS, weights=[r.weight for r in REPOS])[0]
+            repo = rng.choices(self.repos, weights=[r.weight for r in self.repos])[0]
             task = rng.choices(repo.tasks, weights=[t.weight for t in repo.tasks])[0]
             scenario = build_scenario(rng, self.indexes[repo.name], task, self.day, options)
             if not crossing or scenario.duration >= _MIDNIGHT_MIN_S:
@@ -371,7 +440,7 @@ def generate_corpus(out_dir: Path, spec: CorpusSpec = CorpusSpec(), workers: int
 def _write_source(task: tuple[Path, CorpusSpec, str]) -> _Tally:
     """Every day of one source, in day order (a day may add to a file an earlier day began)."""
     out_dir, spec, source = task
-    indexes = {repo.name: RepoIndex.of(repo) for repo in REPOS}
+    indexes = {repo.name: RepoIndex.of(repo) for repo in PROFILES[spec.profile].repos()}
     tally = _Tally()
     for day_index in range(spec.days):
         _DAY_WRITERS[source](out_dir, _Day(spec, source, day_index, indexes), tally)
@@ -406,8 +475,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--end-date",
         type=_date,
-        default=default.end_date,
-        help=f"last day, YYYY-MM-DD, UTC (default {default.end_date})",
+        default=None,
+        help=f"last day, YYYY-MM-DD, UTC (default {default.end_date}; generic profile "
+        f"{PROFILES['generic'].end_date})",
     )
     parser.add_argument(
         "--sessions",
@@ -419,8 +489,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seed",
         type=int,
-        default=default.seed,
-        help=f"random seed; same seed, same bytes (default {default.seed})",
+        default=None,
+        help=f"random seed; same seed, same bytes (default {default.seed}; generic profile "
+        f"{PROFILES['generic'].seed})",
+    )
+    parser.add_argument(
+        "--profile",
+        choices=tuple(PROFILES),
+        default=default.profile,
+        help="whose sessions: demo (this user's repositories and routines, the demo's window) or "
+        "generic (other people's repositories with generic habits, to train a learned base on; "
+        f"default {default.profile})",
     )
     parser.add_argument(
         "--no-malformed", action="store_true", help="leave out the malformed lines that exercise quarantine"
@@ -431,12 +510,13 @@ def run(args: argparse.Namespace) -> int:
     """Generate the corpus the parsed arguments describe and print a one-paragraph summary."""
     started = time.perf_counter()
     try:
+        given = {"end_date": args.end_date, "seed": args.seed}
         spec = CorpusSpec(
             days=args.days,
-            end_date=args.end_date,
             sessions_per_day=args.sessions,
-            seed=args.seed,
             malformed_lines=not args.no_malformed,
+            profile=getattr(args, "profile", "demo"),
+            **{key: value for key, value in given.items() if value is not None},
         )
         summary = generate_corpus(args.out, spec)
     except (ValueError, FileExistsError) as error:
@@ -448,7 +528,8 @@ def run(args: argparse.Namespace) -> int:
     days = f"{spec.days} day{'s' if spec.days != 1 else ''} ending {spec.end_date}"
     print(
         f"Wrote {summary.sessions} sessions ({per_source}) in {summary.files} files, {megabytes:.1f} MB, "
-        f"to {args.out}: {days}, seed {spec.seed}. Planted {summary.planted_secrets} secrets and "
+        f"to {args.out}: {spec.profile} profile, {days}, seed {spec.seed}. "
+        f"Planted {summary.planted_secrets} secrets and "
         f"{summary.malformed_lines} malformed lines for redaction and quarantine to find. "
         f"Took {seconds:.1f} s ({megabytes / max(seconds, 1e-9):.0f} MB/s)."
     )

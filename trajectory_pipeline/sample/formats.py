@@ -29,7 +29,7 @@ from typing import Any
 
 import orjson
 
-from trajectory_pipeline.sample.content import CLAUDE_REJECTED, HOME
+from trajectory_pipeline.sample.content import CLAUDE_REJECTED
 from trajectory_pipeline.sample.scenarios import Action, Call, Delegate, Scenario, Turn
 
 Obj = dict[str, Any]
@@ -251,7 +251,11 @@ _SLUG_WORDS = (
     "lantern",
     "cobalt",
 )
-_HOOK = f"{HOME}/.claude/hooks/guard.sh"
+
+
+def _hook(cwd: str) -> str:
+    """The guard hook in the user's ~/.claude: the home is the cwd's first two components."""
+    return "/".join(cwd.split("/")[:3]) + "/.claude/hooks/guard.sh"
 
 
 def claude_project_slug(cwd: str) -> str:
@@ -400,6 +404,7 @@ def _claude_tool(call: Call, cwd: str, rng: random.Random) -> tuple[str, Obj]:
     description = {
         "test": "Run the test suite",
         "lint": "Run the linter",
+        "check": "Type-check and lint",
         "commit": "Commit the change",
     }.get(a.purpose, f"Run {words[0] if words else 'command'}")
     return "Bash", {"command": a.command, "description": description}
@@ -411,7 +416,7 @@ def _claude_result(call: Call, args: Obj, cwd: str) -> tuple[Any, bool, Any]:
     if r.status == "denied_user":
         return CLAUDE_REJECTED, True, "User rejected tool use"
     if r.status == "denied_policy":
-        text = f"PreToolUse:Bash hook error: [{_HOOK}]: Blocked: {r.output}"
+        text = f"PreToolUse:Bash hook error: [{_hook(cwd)}]: Blocked: {r.output}"
         return text, True, f"Error: {text}"
     if r.status == "missing":
         return "<tool_use_error>File does not exist.</tool_use_error>", True, "Error: File does not exist."
@@ -667,7 +672,7 @@ def write_claude(
                     clock.tick(40),
                     "stop_hook_summary",
                     hookCount=1,
-                    hookInfos=[{"command": _HOOK}],
+                    hookInfos=[{"command": _hook(repo.cwd)}],
                     hookErrors=[],
                     preventedContinuation=False,
                     stopReason="",
@@ -703,7 +708,7 @@ def _claude_call(
         ms, message, {"type": "tool_use", "id": tool_id, "name": name, "input": args}, "tool_use"
     )
     if hooks and name == "Bash":
-        for hook in (f"bash {_HOOK}", "${CLAUDE_PLUGIN_ROOT}/scripts/pre-commit-check.sh"):
+        for hook in (f"bash {_hook(log.cwd)}", "${CLAUDE_PLUGIN_ROOT}/scripts/pre-commit-check.sh"):
             log.progress(clock.tick(2), "PreToolUse", "PreToolUse:Bash", hook, tool_id)
     content, is_error, result = _claude_result(call, args, log.cwd)
     log.tool_result(clock.add(call.duration), tool_id, content, is_error, result, source)
@@ -1219,7 +1224,7 @@ def write_own_agent(
             elif status in ("denied_user", "denied_policy"):
                 note(done + 2, "error", f"guard refused bash: {call.result.output}")
                 note(done + 5, "decision", rng.choice(_OWN_DECISIONS["denied"]))
-            elif status == "failed" and call.action.purpose == "test":
+            elif status == "failed" and call.action.purpose in ("test", "check"):
                 note(done + 5, "decision", rng.choice(_OWN_DECISIONS["failed"]))
         if turn.end == "interrupted":
             note(clock.add(turn.closing_latency), "error", "interrupted by user (KeyboardInterrupt)")

@@ -6,6 +6,21 @@ and a closing message. `sample_corpus_formats` renders the same scenario as Clau
 own-agent or chat lines, so every format carries the same behaviours: inspect → edit → test
 loops, tests failing then passing, refused actions followed by a different action, user
 interruptions, sessions that give up, and steps that expose secrets.
+
+Generic sessions (anyone's) read what the task points at, edit, and run the repository's tests.
+With `Options.routines` a session follows the demo user's routines instead (the demo profile;
+`content` describes them and the repositories' side of them: `Repo.check_command`, `Repo.test_of`):
+
+1. Look first: a session that will change code starts with `git status -sb`, before reading
+   or reproducing anything.
+2. Read the test before running it: after editing a module, the next verification is preceded
+   by a read of that module's test file (`Repo.test_of`), once per session.
+3. Check, then test: every test run that follows an edit is preceded by the repository's static
+   check (`uv run mypy src`, `pnpm tsc --noEmit`, clippy, `go vet ./...`, `make lint`); when the
+   check fails (`Failure.check_output`) the user fixes the code before running any test.
+
+So every edit is followed, in this order, by [read its test] → check → tests, and the last
+verification always follows the last edit.
 """
 
 from __future__ import annotations
@@ -24,6 +39,7 @@ from trajectory_pipeline.sample.content import (
     SAY_BEFORE,
     THINK,
     Edit,
+    Exposure,
     Failure,
     Guard,
     Probe,
@@ -39,6 +55,7 @@ _TEST_SECONDS = {
     "pytest": (0.8, 5.0),
     "vitest": (2.0, 9.0),
     "cargo": (4.0, 40.0),
+    "nextest": (3.0, 30.0),
     "go": (1.5, 12.0),
     "make": (1.0, 6.0),
 }
@@ -55,7 +72,7 @@ class Action:
     old: str = ""
     new: str = ""
     before: str = ""  # edit/write: the file's content before the change ("" for a new file)
-    purpose: str = ""  # shell: test | lint | commit | guard | secret | probe
+    purpose: str = ""  # shell: test | check | lint | commit | guard | secret | probe
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +148,8 @@ class Options:
     guard_styles: tuple[str, ...] = ("denied_user",)  # how refusals happen in this tool
     plant_secret: bool = False
     long: bool = False  # force a follow-up turn (sessions that must run past midnight)
+    routines: bool = False  # the demo user's routines (see the module docstring)
+    exposures: tuple[Exposure, ...] = EXPOSURES  # the secret-showing steps this profile's sessions take
 
 
 def _pick_say(rng: random.Random, key: str, **slots: str) -> str:
@@ -140,13 +159,17 @@ def _pick_say(rng: random.Random, key: str, **slots: str) -> str:
 class _Builder:
     """Accumulates calls while tracking the working copy, so reads see earlier edits."""
 
-    def __init__(self, rng: random.Random, index: RepoIndex, task: Task, day: dt.date) -> None:
+    def __init__(
+        self, rng: random.Random, index: RepoIndex, task: Task, day: dt.date, options: Options = Options()
+    ) -> None:
         self.rng = rng
         self.index = index
         self.repo = index.repo
         self.task = task
+        self.options = options
         self.files = dict(self.repo.files)
         self.read_paths: set[str] = set()
+        self.edited: list[str] = []  # paths edited since the last verification
         self.secrets: list[str] = []
         self.slots = {"yesterday": (day - dt.timedelta(days=1)).isoformat()}
 
@@ -162,13 +185,48 @@ class _Builder:
         latency = rng.uniform(1.5, 9.0) + (rng.uniform(2.0, 8.0) if think else 0.0)
         return Call(action, result, say, think, round(latency, 3), round(rng.uniform(*duration), 3))
 
-    def read(self, path: str, say: bool = True) -> Call:
+    def read(self, path: str, say: bool = True, key: str = "read") -> Call:
         self.read_paths.add(path)
         text = self.files.get(path)
         if text is None:
             return self._call(Action("read", path=path), Result("File does not exist.", status="missing"))
-        narration = _pick_say(self.rng, "read", path=path) if say else ""
+        narration = _pick_say(self.rng, key, path=path) if say else ""
         return self._call(Action("read", path=path), Result(text), narration)
+
+    def opener(self, branch: str) -> Call:
+        """Routine 1: `git status -sb` before anything else."""
+        head = "## main...origin/main" if branch == "main" else f"## {branch}"
+        return self.shell("git status -sb", head + "\n", say=self.rng.choice(SAY_BEFORE["status"]))
+
+    def verify(self, failure: Failure | None, say_key: str = "test", think: str = "") -> list[Call]:
+        """The test run, preceded by routines 2 and 3 when something was edited since the last one.
+
+        Ends with the check instead when the check catches `failure` (the user fixes that first).
+        """
+        calls: list[Call] = []
+        if self.options.routines and self.edited:
+            for path in dict.fromkeys(self.edited):
+                test = self.repo.test_of.get(path)
+                if test and test not in self.read_paths:
+                    calls.append(self.read(test, key="read_test"))
+            if self.repo.check_command:
+                caught = failure.check_output if failure is not None else ""
+                calls.append(
+                    self.shell(
+                        self.repo.check_command,
+                        caught or self.repo.check_output,
+                        exit_code=1 if caught else 0,
+                        purpose="check",
+                        say=self.rng.choice(SAY_BEFORE["check"]),
+                        seconds=(1.0, 8.0),
+                    )
+                )
+                if caught:
+                    self.edited.clear()
+                    return calls
+        self.edited.clear()
+        calls.append(self.tests(failure, say_key, think))
+        return calls
 
     def probe(self, probe: Probe) -> Call:
         rng = self.rng
@@ -242,6 +300,7 @@ class _Builder:
                 repo,
                 suites=((failure.test_file, (failure.test_name,)),),
                 runner="pytest" if repo.runner == "make" else repo.runner,
+                test_banner="",
             )
         output, code = suite_report(repo, failure, seconds * 0.9)
         return self._call(
@@ -264,13 +323,14 @@ class _Builder:
             after = edit.new
             action = Action("write", path=edit.path, new=edit.new, before=before)
         self.files[edit.path] = after
+        self.edited.append(edit.path)
         say = _pick_say(self.rng, "edit" if edit.old else "write", path=edit.path)
         calls.append(self._call(action, Result("ok"), say, think, (0.05, 0.3)))
         return calls
 
     def exposure(self) -> Call:
         rng = self.rng
-        exposure = rng.choice(EXPOSURES)
+        exposure = rng.choice(self.options.exposures)
         values = {name: make_secret(name, rng) for name in exposure.secrets}
         self.secrets.extend(values.values())
         output = exposure.output.format(**values)
@@ -343,7 +403,7 @@ def build_scenario(
     rng: random.Random, index: RepoIndex, task: Task, day: dt.date, options: Options
 ) -> Scenario:
     """Plan one session: the task's calls, then optional refusals, interruptions and a follow-up."""
-    b = _Builder(rng, index, task, day)
+    b = _Builder(rng, index, task, day, options)
     repo = index.repo
     branch = task.branch if rng.random() < 0.6 else "main"
     instruction = b.fill(rng.choice(task.instructions))
@@ -352,6 +412,8 @@ def build_scenario(
     outcome = "inspect" if not task.edits else ("failure" if gives_up else "success")
 
     steps: list[Step] = []
+    if options.routines and task.edits:
+        steps.append(b.opener(branch))
     if task.reproduce_first and task.failure is not None:
         steps.append(b.tests(task.failure, "test_fail_first", think_start))
     if rng.random() < 0.08 and task.probes and task.probes[0].kind == "read":
@@ -396,20 +458,25 @@ def build_scenario(
         if not task.reproduce_first:
             for edit in edits[:-1]:
                 steps.extend(b.edit(edit))
-            steps.append(b.tests(failure))
+            steps.extend(b.verify(failure))
         steps.append(b.read(edits[-1].path, say=False))
-        steps.append(b.tests(failure))
+        steps.extend(b.verify(failure))
     elif edits and failure is not None and not task.reproduce_first:
         for edit in edits[:-1]:
             steps.extend(b.edit(edit))
-        steps.append(b.tests(failure))
-        think = rng.choice(THINK["after_fail"]).format(summary=failure.summary)
+        checked = b.verify(failure)
+        steps.extend(checked)
+        if checked[-1].action.purpose == "check":
+            last_line = checked[-1].result.output.strip().splitlines()[-1]
+            think = rng.choice(THINK["after_check"]).format(summary=last_line)
+        else:
+            think = rng.choice(THINK["after_fail"]).format(summary=failure.summary)
         steps.extend(b.edit(edits[-1], think))
-        steps.append(b.tests(None))
+        steps.extend(b.verify(None))
     elif edits:
         for edit in edits:
             steps.extend(b.edit(edit))
-        steps.append(b.tests(None))
+        steps.extend(b.verify(None))
 
     final = _give_up_message(task) if gives_up else task.answer
     turns = _split(rng, b, instruction, steps, final, "failed" if gives_up else "done", options)
