@@ -8,6 +8,7 @@ is what a user would find in the tables.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from trajectory_pipeline.evaluation.report import summarize
+from trajectory_pipeline.evaluation.schema import BASE, CANDIDATE, HOLDOUT, SEEN_EXACT
 
 
 def last_value(rows: list[dict[str, Any]], key: str) -> float:
@@ -86,3 +88,50 @@ def summary_table(warehouse: Path, days: list[str]) -> str:
     rule = "-" * (12 + 13 * len(COLUMNS))
     body = [line(day, list(row)) for day, row in zip(days, rows, strict=True)]
     return "\n".join([line("day", list(COLUMNS)), rule, *body, rule, line("total", list(totals))])
+
+
+@dataclass(frozen=True)
+class Target:
+    """One of the demo's promises about the adapter, with what was measured."""
+
+    name: str
+    wanted: str
+    measured: str
+    met: bool
+
+
+def lift_targets(frame: pd.DataFrame, promoted: bool) -> list[Target]:
+    """The demo's targets (README, "What the demo shows"), read from replay_eval's rows: the adapter
+    writes valid calls, beats the base on held-out sessions, keeps its decisive calls and knows
+    the workflows it trained on; and the registry promoted it."""
+    rates = summarize(frame).set_index(["model", "lane"])
+
+    def rate(model: str, lane: str, column: str) -> float:
+        value = rates[column].get((model, lane), float("nan")) if column in rates else float("nan")
+        return float(value)
+
+    valid = 1 - rate(CANDIDATE, HOLDOUT, "invalid_rate")
+    lift = rate(CANDIDATE, HOLDOUT, "pass_rate") - rate(BASE, HOLDOUT, "pass_rate")
+    decisive = (rate(CANDIDATE, HOLDOUT, "decisive_pass_rate"), rate(BASE, HOLDOUT, "decisive_pass_rate"))
+    seen = rate(CANDIDATE, SEEN_EXACT, "pass_rate")
+    return [
+        Target("valid calls (holdout)", ">= 95%", f"{valid:.1%}", valid >= 0.95),
+        Target(
+            "pass rate over the base (holdout)", ">= +20 points", f"{lift * 100:+.1f} points", lift >= 0.20
+        ),
+        Target(
+            "decisive pass rate (holdout)",
+            "not below the base's",
+            f"{decisive[0]:.1%} vs {decisive[1]:.1%}",
+            not decisive[0] < decisive[1],
+        ),
+        Target("seen-exact pass rate", ">= 80%", f"{seen:.1%}", seen >= 0.80),
+        Target("promoted", "yes", "yes" if promoted else "no", promoted),
+    ]
+
+
+def targets_table(targets: list[Target]) -> str:
+    width = max(len(target.name) for target in targets)
+    lines = [f"{'target':<{width}}  {'wanted':<20}{'measured':<22}met", "-" * (width + 47)]
+    lines += [f"{t.name:<{width}}  {t.wanted:<20}{t.measured:<22}{'yes' if t.met else 'NO'}" for t in targets]
+    return "\n".join(lines)
