@@ -40,10 +40,12 @@ def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pd.DataFrame]
     copies = [rows.assign(split=split, decision_id=rows["decision_id"] + "~" + split) for split in SPLITS]
     write_mlx_dataset(pd.concat(copies), root / "data", batch_size=4)
     model = build_tiny_model(
-        root / "model", list(rows["record"]), TinyModelSpec(hidden_size=128, intermediate_size=256)
+        root / "model",
+        list(rows["record"]),
+        TinyModelSpec(hidden_size=256, heads=8, kv_heads=4, intermediate_size=512),
     )
     record = learn_base(
-        model, root / "data", BaseTraining(iters=120, learning_rate=3e-3, mask_prompt=True, batch_size=4)
+        model, root / "data", BaseTraining(iters=200, learning_rate=3e-3, mask_prompt=True, batch_size=4)
     )
     losses = [row["train_loss"] for row in record["losses"] if "train_loss" in row]
     assert losses[-1] < 0.1, f"the model did not learn its eight records: train loss {losses[-1]:.3f}"

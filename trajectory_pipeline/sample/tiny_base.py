@@ -22,8 +22,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, cast
 
+import pandas as pd
+
 from trajectory_pipeline.config import knob
-from trajectory_pipeline.dataset.mlx_data import read_manifest
+from trajectory_pipeline.dataset.mlx_data import DatasetManifest, read_manifest
+from trajectory_pipeline.dataset.training_data import write_window
 from trajectory_pipeline.parquet_io import write_bytes_atomic
 from trajectory_pipeline.sample.tiny_model import PRETRAINING_RECORD, safetensors_bytes
 
@@ -52,6 +55,42 @@ class BaseTraining:
                 raise ValueError(f"BaseTraining.{name} must be a positive integer, got {value!r}")
         if not self.learning_rate > 0:
             raise ValueError(f"BaseTraining.learning_rate must be positive, got {self.learning_rate}")
+
+
+def attempt_records(rendered: pd.DataFrame, decisions: pd.DataFrame) -> pd.DataFrame:
+    """The rendered rows of each attempt's last decision.
+
+    A decision's history holds its attempt's earlier calls and their results, so the last one of an
+    attempt shows every call of it (as far as the history budget reaches) once, where all of them
+    would show the first calls again and again: the base sees more distinct calls per minute.
+    `decisions` are decision_points rows (`decision_id`, `attempt_id`, `step`).
+    """
+    steps = decisions[["decision_id", "attempt_id", "step"]]
+    rows = rendered.merge(steps, on="decision_id", how="inner", validate="one_to_one")
+    last = rows.sort_values(["attempt_id", "step"]).groupby("attempt_id").tail(1)
+    return last.drop(columns=["attempt_id", "step"]).sort_values("decision_id", ignore_index=True)
+
+
+def write_attempt_records(warehouse: Path, out_dir: Path, batch_size: int) -> DatasetManifest:
+    """The mlx-lm data directory of the last decision of every attempt stored under `warehouse`
+    (rendered_splits and decision_points Parquet), written as the trainer's window is."""
+
+    def read(asset: str, columns: list[str] | None = None) -> pd.DataFrame:
+        days = sorted((warehouse / asset).glob("*.parquet"))
+        return pd.concat([pd.read_parquet(day, columns=columns) for day in days], ignore_index=True)
+
+    rendered = read("rendered_splits")
+    decisions = read("decision_points", ["decision_id", "attempt_id", "step"])
+    return write_window(attempt_records(rendered, decisions), out_dir, batch_size=batch_size)
+
+
+def learned_on(record: dict[str, Any], data_dir: Path, settings: BaseTraining) -> bool:
+    """Whether a pretraining record describes a base learned on `data_dir` with `settings`."""
+    try:
+        dataset_hash = read_manifest(data_dir).dataset_hash
+    except (OSError, ValueError):
+        return False
+    return record.get("dataset_hash") == dataset_hash and record.get("settings") == asdict(settings)
 
 
 def pretraining_record(model_dir: Path) -> dict[str, Any] | None:
@@ -84,7 +123,7 @@ def learn_base(
     dataset_hash = read_manifest(data_dir).dataset_hash
     wanted = {"settings": asdict(settings), "dataset_hash": dataset_hash}
     done = pretraining_record(model_dir)
-    if done is not None and {key: done.get(key) for key in wanted} == wanted:
+    if done is not None and learned_on(done, data_dir, settings):
         return done
     if done is not None:
         # Learning again would start from learned weights, not the random ones: not reproducible.
