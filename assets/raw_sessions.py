@@ -21,6 +21,7 @@ from assets.metadata import counter_md, frame_md
 from assets.partitions import daily_partitions
 from assets.workers import resolve_workers, workers_field
 from resources.core_config import derive, to_core
+from resources.parquet_io_manager import spool_root
 from resources.session_sources import SessionSources
 from trajectory_pipeline.ingest.days import (
     IngestOptions,
@@ -76,7 +77,7 @@ def raw_sessions(
         files = candidate_files(roots)
     except SourceUnreadableError as err:
         raise dg.Failure(str(err)) from None
-    with spool_dir("trajectory-raw-sessions-") as spool:
+    with spool_dir(spool_root(context), "raw-sessions-") as spool:
         outputs = {
             dt.date.fromisoformat(key): (spool / f"events-{key}.parquet", spool / f"quarantine-{key}.parquet")
             for key in context.partition_keys

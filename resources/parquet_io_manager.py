@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from pydantic import Field
 
 from trajectory_pipeline import settings
-from trajectory_pipeline.parquet_io import SpooledParquet, move_atomic, write_table_atomic
+from trajectory_pipeline.parquet_io import SPOOL_DIR, SpooledParquet, move_atomic, write_table_atomic
 
 # Input metadata for a window that may have gaps (days with no sessions, not yet ingested): the
 # stored partitions come as a dict and the missing ones are left out instead of failing the run.
@@ -46,8 +46,12 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         "empty: $TRAJECTORY_DATA_DIR, else data/warehouse.",
     )
 
+    def base_path(self) -> Path:
+        """The data directory: `base_dir`, else $TRAJECTORY_DATA_DIR, else data/warehouse."""
+        return Path(self.base_dir or settings.data_dir()).expanduser()
+
     def path_for(self, asset_key: dg.AssetKey, partition_key: str | None = None) -> Path:
-        folder = Path(self.base_dir or settings.data_dir()).expanduser().joinpath(*asset_key.path)
+        folder = self.base_path().joinpath(*asset_key.path)
         if partition_key is None:
             return folder.with_name(folder.name + ".parquet")
         return folder / f"{partition_key}.parquet"
@@ -68,6 +72,11 @@ class ParquetIOManager(dg.ConfigurableIOManager):
                 _file_metadata(path, rows, size), asset_key=context.asset_key, partition_key=key
             )
         context.add_output_metadata({"partitions_in_run": len(written)})
+
+    def store_partition(self, asset_key: dg.AssetKey, partition_key: str, value: Storable) -> dict[str, Any]:
+        """Store one partition outside an output (an asset that reports its own materializations);
+        returns the metadata `handle_output` would have given it."""
+        return _file_metadata(*self._write(asset_key, partition_key, value))
 
     def _parts(
         self, context: dg.OutputContext, obj: Storable | Mapping[str, Storable]
@@ -136,6 +145,14 @@ class ParquetIOManager(dg.ConfigurableIOManager):
                 key: _read([path], args[1] if len(args) == 2 else pd.DataFrame) for key, path in paths.items()
             }
         return _read(list(paths.values()), wanted)
+
+
+def spool_root(context: dg.AssetExecutionContext) -> Path:
+    """Where an asset spools the files its IO manager then moves into place: the `.spool/` folder of
+    the data directory the run writes to (so a killed run's leftovers stay inside it)."""
+    manager = getattr(context.resources, "io_manager", None)
+    base = manager.base_path() if isinstance(manager, ParquetIOManager) else Path(settings.data_dir())
+    return base.expanduser() / SPOOL_DIR
 
 
 def _file_metadata(path: Path, rows: int, size: int) -> dict[str, Any]:

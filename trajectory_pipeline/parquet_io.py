@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import secrets
 import shutil
+import socket
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -110,17 +112,44 @@ def write_bytes_atomic(dest: Path, body: bytes) -> None:
         tmp.unlink(missing_ok=True)
 
 
+SPOOL_DIR = ".spool"  # beside the tables in the data directory, so a move into place is a rename
+_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
 @contextlib.contextmanager
-def spool_dir(prefix: str) -> Iterator[Path]:
-    """A private temporary folder for a step's finished files, which `move_atomic` later empties
-    into place. If the block fails, the folder goes with what it holds: those files hold
-    transcripts too."""
-    path = Path(tempfile.mkdtemp(prefix=prefix))
+def spool_dir(root: Path, prefix: str) -> Iterator[Path]:
+    """A private folder under `root` (the data directory's `.spool/`) for a step's finished files,
+    which `move_atomic` later empties into place. If the block fails, the folder goes with what it
+    holds: those files hold transcripts too.
+
+    A process killed meanwhile (SIGKILL, the OOM killer) cannot clean up, so each folder is named
+    by its host and process id, and every new spool first removes this host's folders whose
+    process is gone (`sweep_stale_spools`). Inside the data directory, `make clean` removes them
+    too, and the final move is a rename on the same filesystem rather than a copy.
+    """
+    ensure_private_dir(root)
+    sweep_stale_spools(root)
+    path = Path(tempfile.mkdtemp(prefix=f"{prefix}{_HOST}-{os.getpid()}-", dir=root))
+    os.chmod(path, DIR_MODE)
     try:
         yield path
     except BaseException:
         shutil.rmtree(path, ignore_errors=True)
         raise
+
+
+def sweep_stale_spools(root: Path) -> list[Path]:
+    """Remove the spool folders under `root` that this host's dead processes left; returns them.
+    Folders of other hosts (a data directory on a shared mount) are left to their own hosts."""
+    removed = []
+    for folder in root.iterdir() if root.is_dir() else ():
+        parts = folder.name.rsplit("-", 2)  # <prefix><host>-<pid>-<mkdtemp's suffix, no dash>
+        if len(parts) != 3 or not parts[0].endswith(_HOST) or not parts[1].isdigit():
+            continue
+        if folder.is_dir() and not _alive(int(parts[1])):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
 
 
 def move_atomic(src: Path, dest: Path) -> None:
