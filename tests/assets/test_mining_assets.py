@@ -259,3 +259,21 @@ def test_rendered_splits_can_write_the_mlx_data_directory(warehouse: Path, tmp_p
     assert list(manifest.partitions) == [DAY] and manifest.config["seed"] == 3
     metadata = result.asset_materializations_for_node("rendered_splits")[0].metadata
     assert metadata["dataset_hash"].value == manifest.dataset_hash
+
+
+def test_a_day_without_sessions_logs_one_line_per_stage(tmp_path: Path) -> None:
+    """raw_sessions always said what a day held; mining and cutting said nothing on an empty day."""
+    off = SessionSources(**{f"{source}_root": "" for source in FORMATS})
+    instance = dg.DagsterInstance.ephemeral()
+    result = dg.materialize(
+        ASSETS,
+        partition_key="2026-11-19",
+        instance=instance,
+        resources={"io_manager": ParquetIOManager(base_dir=str(tmp_path)), "session_sources": off},
+    )
+    assert result.success
+    lines = [entry.user_message for entry in instance.all_logs(result.run_id) if entry.user_message]
+    assert "2026-11-19: 0 attempts from 0 sessions, 0 kept (gold + silver)" in lines
+    assert "2026-11-19: 0 decision points from 0 kept attempts; 0 set aside" in lines
+    checks = {(e.check_name, e.partition): e.passed for e in result.get_asset_check_evaluations()}
+    assert checks[("kept_attempts", "2026-11-19")] and checks[("enough_decision_points", "2026-11-19")]
