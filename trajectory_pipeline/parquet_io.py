@@ -12,12 +12,14 @@ into a file in fixed-size batches, so memory does not grow with the data.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import hashlib
 import os
 import secrets
 import shutil
 import socket
+import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -110,6 +112,82 @@ def write_bytes_atomic(dest: Path, body: bytes) -> None:
         publish(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+# --- Whole folders: written beside the old one, then swapped in. ---
+
+_RENAME_EXCHANGE = 2  # renameat2's flag (Linux 3.15+, glibc 2.28+)
+_AT_FDCWD = -100
+
+
+@contextlib.contextmanager
+def staged_dir(dest: Path) -> Iterator[Path]:
+    """A private folder beside `dest` to write a whole new version of it into; when the block ends
+    it replaces `dest` in one step (`swap_dir`). If the block fails, the staged files go and `dest`
+    is left as it was. Stale staged or replaced folders of dead writers are removed first.
+
+        with staged_dir(Path("data/mlx/window")) as folder:
+            (folder / "train.jsonl").write_text(...)   # then valid, test, manifest
+    """
+    ensure_private_dir(dest.parent)
+    sweep_stale_dirs(dest)
+    staging = dest.with_name(f".{dest.name}.new-{os.getpid()}-{secrets.token_hex(4)}")
+    ensure_private_dir(staging)
+    try:
+        yield staging
+        swap_dir(staging, dest)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def swap_dir(staging: Path, dest: Path) -> None:
+    """Put the folder `staging` in place of `dest`: a reader sees the old folder or the new one,
+    never a mix of their files. On Linux the two are exchanged atomically (renameat2
+    RENAME_EXCHANGE) and the old one removed; elsewhere the old one is renamed aside first, so a
+    kill between the two renames leaves no folder at `dest` (and the old one aside, swept by the
+    next write) rather than a mixed one."""
+    if not dest.exists():
+        os.replace(staging, dest)
+        return
+    if _exchange(staging, dest):
+        shutil.rmtree(staging, ignore_errors=True)  # now the old version
+        return
+    aside = dest.with_name(f".{dest.name}.old-{os.getpid()}-{secrets.token_hex(4)}")
+    os.replace(dest, aside)
+    os.replace(staging, dest)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically where the system can (Linux); False where it cannot."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    result = renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
+    if result == 0:
+        return True
+    error = ctypes.get_errno()
+    if error in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):  # a filesystem or kernel without it
+        return False
+    raise OSError(error, os.strerror(error), str(b))
+
+
+def sweep_stale_dirs(dest: Path) -> list[Path]:
+    """Remove the staged (`.name.new-*`) and set-aside (`.name.old-*`) folders that killed writers
+    left beside `dest`; returns them."""
+    removed = []
+    for kind in ("new", "old"):
+        for folder in dest.parent.glob(f".{dest.name}.{kind}-*"):
+            pid = folder.name.rsplit(f".{kind}-", 1)[1].split("-", 1)[0]
+            if pid.isdigit() and not _alive(int(pid)) and folder.is_dir():
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(folder)
+    return removed
 
 
 SPOOL_DIR = ".spool"  # beside the tables in the data directory, so a move into place is a rename
