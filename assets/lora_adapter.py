@@ -85,6 +85,7 @@ def _metadata(trained: TrainedWeek) -> dict[str, Any]:
         "best_val_loss": result.best_val_loss,
         "last_val_loss": result.last_val_loss,
         "chosen": result.chosen,
+        "stop_reason": result.stop_reason or "",
         "tokens_per_second": round(result.tokens_per_second, 1),
         "peak_memory_gb": round(result.peak_memory_gb, 3),
         "training_seconds": round(trained.seconds, 1),

@@ -15,6 +15,7 @@ from resources.core_config import derive, to_core
 from trajectory_pipeline import settings
 from trajectory_pipeline.training.trainer import (
     ModelDirectoryError,
+    NonFiniteLossError,
     TrainConfig,
     TrainResult,
     check_model_dir,
@@ -62,7 +63,15 @@ class MLXTrainer(_TrainKnobs):
         def report(row: dict[str, Any]) -> None:
             log.info(describe_report(row))
 
-        return train_adapter(base, data_dir, adapter_dir, config, on_report=report, resume_from=resume_from)
+        try:
+            result = train_adapter(
+                base, data_dir, adapter_dir, config, on_report=report, resume_from=resume_from
+            )
+        except NonFiniteLossError as err:
+            raise dg.Failure(f"MLXTrainer: {err}") from None
+        if result.stop_reason:
+            log.warning(result.stop_reason)
+        return result
 
 
 def describe_report(row: dict[str, Any]) -> str:
