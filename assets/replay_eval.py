@@ -26,6 +26,7 @@ from trajectory_pipeline.evaluation.evaluate import Contender, EvalOutcome, reco
 from trajectory_pipeline.evaluation.promotion import PROMOTED_STATUS, PromotionConfig
 from trajectory_pipeline.evaluation.replay import ReplayConfig
 from trajectory_pipeline.evaluation.schema import EVAL_RESULT_SCHEMA, HOLDOUT
+from trajectory_pipeline.parquet_io import make_private_tree
 
 _ReplayKnobs: Any = derive("ReplayKnobs", ReplayConfig, PromotionConfig, exclude={"lane"})
 
@@ -90,6 +91,9 @@ def replay_eval(
         )
     except ValueError as err:
         raise dg.Failure(f"replay_eval for week {context.partition_key}: {err}") from None
+    finally:
+        # The report and chart (matplotlib writes with the umask's modes) join the private artifacts.
+        make_private_tree(candidate.path.parent)
 
     decision = outcome.decision
     try:

@@ -50,6 +50,24 @@ def ensure_private_dir(path: Path) -> Path:
     return path
 
 
+def make_private_tree(root: Path) -> Path:
+    """Make `root` and every folder under it 0700 and every file 0600: for folders that other code
+    (mlx-lm, matplotlib) writes into with the umask's modes. Links are left alone, not followed."""
+    if root.is_symlink() or not root.is_dir():
+        return root
+    os.chmod(root, DIR_MODE)
+    for folder, dirs, files in os.walk(root):
+        for name in dirs:
+            path = os.path.join(folder, name)
+            if not os.path.islink(path):
+                os.chmod(path, DIR_MODE)
+        for name in files:
+            path = os.path.join(folder, name)
+            if not os.path.islink(path):
+                os.chmod(path, FILE_MODE)
+    return root
+
+
 def temporary_sibling(dest: Path) -> Path:
     """A hidden, unique name beside `dest`, so the final rename stays on one filesystem."""
     return dest.with_name(f".{dest.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")

@@ -22,6 +22,7 @@ What `adapter_dir` holds afterwards:
 - `adapters.last.safetensors`: the weights when training ended (after `iters` steps, or at the
   evaluation that stopped it early);
 - `NNNNNNN_adapters.safetensors`: mlx-lm's own checkpoints every `save_every` iterations.
+Every file is 0600 and the folder 0700, whatever the umask.
 
 Validation scores the same examples every time: `val_batches` batches' worth of a fixed sample
 (every k-th example of valid.jsonl), not mlx-lm's subset redrawn at each evaluation, so the best
@@ -61,6 +62,7 @@ from typing import Any, cast
 
 from trajectory_pipeline.config import knob
 from trajectory_pipeline.dataset.mlx_data import MANIFEST_NAME, read_manifest
+from trajectory_pipeline.parquet_io import ensure_private_dir, make_private_tree
 
 FINE_TUNE_TYPES = ("lora", "dora", "full")
 OPTIMIZERS = ("adam", "adamw", "muon", "sgd", "adafactor")
@@ -211,7 +213,28 @@ def train_adapter(
     on_report: Callable[[dict[str, Any]], None] | None = None,
     resume_from: Path | None = None,
 ) -> TrainResult:
-    """Fine-tune `base_model` on the mlx-lm data directory `data_dir`; write the adapter to `adapter_dir`."""
+    """Fine-tune `base_model` on the mlx-lm data directory `data_dir`; write the adapter to `adapter_dir`.
+
+    mlx-lm writes its files with the umask's modes: the folder is made private before it writes and
+    every file in it 0600 afterwards, whether training finished or raised (the weights were learned
+    from people's transcripts)."""
+    try:
+        return _train_adapter(
+            base_model, data_dir, adapter_dir, config, on_report=on_report, resume_from=resume_from
+        )
+    finally:
+        make_private_tree(Path(adapter_dir))
+
+
+def _train_adapter(
+    base_model: Path,
+    data_dir: Path,
+    adapter_dir: Path,
+    config: TrainConfig,
+    *,
+    on_report: Callable[[dict[str, Any]], None] | None,
+    resume_from: Path | None,
+) -> TrainResult:
     import mlx.core as mx
     import numpy as np
     from mlx.utils import tree_flatten
@@ -240,7 +263,7 @@ def train_adapter(
         _check_resume_weights(model, resume_file)
         model.load_weights(str(resume_file), strict=False)
 
-    adapter_dir.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(adapter_dir)  # before mlx-lm writes into it
     _write_adapter_config(adapter_dir / CONFIG_FILE, base_model, data_dir, config, resume_file)
     for stale in (ADAPTER_FILE, BEST_FILE, LAST_FILE):
         (adapter_dir / stale).unlink(missing_ok=True)
