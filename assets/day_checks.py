@@ -49,6 +49,7 @@ from dagster._core.event_api import PartitionKeyFilter
 from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 
 from assets.partitions import daily_partitions
+from resources.privacy import private, private_metadata
 
 # (asset, check): a day that failed one of these is not rendered (see the module docstring).
 GATES = (
@@ -92,8 +93,8 @@ def report(
             check_name=check,
             passed=verdict.passed,
             partition=verdict.day,
-            metadata={"day": verdict.day, **verdict.metadata},
-            description=verdict.description,
+            metadata=private_metadata({"day": verdict.day, **verdict.metadata}),
+            description=private(verdict.description) if verdict.description else None,
             severity=dg.AssetCheckSeverity.WARN if verdict.warn else dg.AssetCheckSeverity.ERROR,
             target_materialization_data=targets.get(verdict.day),
         )

@@ -21,6 +21,7 @@ from assets.partitions import daily_partitions
 from assets.workers import resolve_workers, workers_field
 from resources.core_config import derive, to_core
 from resources.parquet_io_manager import spool_root
+from resources.privacy import private_metadata
 from trajectory_pipeline.day_stages import DayEvents, DayPoints, cut_days
 from trajectory_pipeline.decisions.points import DecisionConfig
 from trajectory_pipeline.parquet_io import SpooledParquet, spool_dir
@@ -94,7 +95,9 @@ def decision_points(
             kept[day.key] = SpooledParquet(day.path, day.rows)
             summaries.append(day)
             context.log.info(describe_day(day))
-            context.add_asset_metadata(decision_metadata(day), asset_key=NAME, partition_key=day.key)
+            context.add_asset_metadata(
+                private_metadata(decision_metadata(day)), asset_key=NAME, partition_key=day.key
+            )
     yield dg.Output(single_or_dict(kept, context.partition_keys), output_name=NAME)
     for check, verdicts in audits(summaries, config).items():
         yield from report(context, NAME, check, verdicts)

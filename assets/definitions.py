@@ -20,6 +20,7 @@ from assets.automation import (
     weekly_retrain_schedule,
 )
 from assets.decision_points import decision_points
+from assets.instance import keep_instance_private
 from assets.lora_adapter import lora_adapter
 from assets.mined_trajectories import mined_trajectories
 from assets.raw_sessions import raw_sessions
@@ -30,6 +31,10 @@ from resources.mlx_trainer import MLXTrainer
 from resources.parquet_io_manager import ParquetIOManager
 from resources.session_sources import SessionSources
 from trajectory_pipeline import blas
+
+# The instance folder holds transcript previews: 0700 however the process was started (`dagster dev`
+# by hand makes it 0755).
+keep_instance_private()
 
 # One line at load: which BLAS mlx runs on in this code server, and how to get the fast one where it
 # is the slow reference BLAS (`make ui` preloads it for the code server, run workers and daemon).

@@ -23,6 +23,7 @@ from assets.partitions import WINDOW_WEEKS, rendered_window, weekly_partitions
 from resources.adapter_registry import AdapterRegistryResource
 from resources.core_config import derive, to_core
 from resources.mlx_trainer import MLXTrainer
+from resources.privacy import private_failure, private_log, private_metadata
 from trajectory_pipeline.training.adapters import ADAPTER_MANIFEST_SCHEMA, loss_chart, loss_table
 from trajectory_pipeline.training.trainer import TrainResult
 from trajectory_pipeline.training.week import TrainedWeek, TrainingRefused, WeekRun, WeekTraining, train_week
@@ -62,17 +63,17 @@ def lora_adapter(
     )
 
     def train(data: Path, out: Path, resume_from: Path | None) -> TrainResult:
-        return trainer.train(data, out, context.log, resume_from=resume_from)
+        return trainer.train(data, out, private_log(context.log), resume_from=resume_from)
 
     try:
         trained = train_week(
             rows, days, run, to_core(WeekTraining, config), adapter_registry.registry(), train
         )
     except TrainingRefused as err:
-        raise dg.Failure(str(err)) from None
+        raise private_failure(str(err)) from None
     return dg.Output(
         as_table(pd.DataFrame([trained.manifest_row()]), ADAPTER_MANIFEST_SCHEMA),
-        metadata=_metadata(trained),
+        metadata=private_metadata(_metadata(trained)),
     )
 
 

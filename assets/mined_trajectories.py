@@ -22,6 +22,7 @@ from assets.partitions import daily_partitions
 from assets.workers import resolve_workers, workers_field
 from resources.core_config import derive, to_core
 from resources.parquet_io_manager import spool_root
+from resources.privacy import private_metadata
 from trajectory_pipeline.day_stages import DayEvents, mine_days
 from trajectory_pipeline.mining.attempts import MiningConfig
 from trajectory_pipeline.parquet_io import SpooledParquet, spool_dir
@@ -105,7 +106,9 @@ def mined_trajectories(
             audited.append((day.key, day.sessions, day.columns[AUDITED_COLUMNS]))
             context.log.info(describe_day(day.key, day.sessions, day.columns))
             context.add_asset_metadata(
-                mining_metadata(day.columns, day.head), asset_key=NAME, partition_key=day.key
+                private_metadata(mining_metadata(day.columns, day.head)),
+                asset_key=NAME,
+                partition_key=day.key,
             )
     yield dg.Output(single_or_dict(mined, context.partition_keys), output_name=NAME)
     for check, verdicts in audits(audited, config).items():

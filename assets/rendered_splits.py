@@ -23,6 +23,7 @@ from assets.day_checks import Verdict, Withheld, day_check, report, withheld_day
 from assets.metadata import as_table, counter_md, single_or_dict
 from assets.partitions import daily_partitions
 from resources.core_config import derive, to_core
+from resources.privacy import private_failure, private_metadata
 from trajectory_pipeline.dataset.mlx_data import DatasetManifest, SplitTooSmallError
 from trajectory_pipeline.dataset.render import RenderConfig
 from trajectory_pipeline.dataset.splits import (
@@ -121,16 +122,16 @@ def rendered_splits(
         render, choose = config.render(), config.select()
         tokenizer = load_tokenizer(config.tokenizer_path) if config.tokenizer_path else None
     except (ValueError, OSError) as err:
-        raise dg.Failure(f"rendered_splits config: {err}") from None
+        raise private_failure(f"rendered_splits config: {err}") from None
     withheld = withheld_days(context.instance, context.partition_keys)
     days = [key for key in context.partition_keys if key not in withheld]
     rendered, counts, day_metadata = {}, {}, {}
     for key in days:
         rendered[key], counts[key] = select(decision_points[key], render, choose, holdout, tokenizer)
-        day_metadata[key] = split_metadata(rendered[key], counts[key])
+        day_metadata[key] = private_metadata(split_metadata(rendered[key], counts[key]))
     tables = {key: as_table(frame, RENDERED_SCHEMA) for key, frame in rendered.items()}
     manifest = _write_data_dir(config, rendered, holdout, days) if days else None
-    output_metadata = {} if manifest is None else manifest_metadata(manifest)
+    output_metadata = {} if manifest is None else private_metadata(manifest_metadata(manifest))
     if not withheld:
         for key in days:
             context.add_asset_metadata(day_metadata[key], asset_key=NAME, partition_key=key)
@@ -181,7 +182,9 @@ def rendered_splits(
         ),
     )
     if withheld:
-        raise dg.Failure(withheld_message(withheld, len(days)), metadata={"withheld_days": sorted(withheld)})
+        raise private_failure(
+            withheld_message(withheld, len(days)), metadata={"withheld_days": sorted(withheld)}
+        )
 
 
 def withheld_message(withheld: dict[str, list[Withheld]], rendered: int) -> str:
@@ -220,7 +223,7 @@ def _write_data_dir(
             partitions=partitions,
         )
     except (LeakageError, SplitTooSmallError) as err:
-        raise dg.Failure(f"mlx-lm data directory not written: {err}") from None
+        raise private_failure(f"mlx-lm data directory not written: {err}") from None
 
 
 def manifest_metadata(manifest: DatasetManifest) -> dict[str, Any]:

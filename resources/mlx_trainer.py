@@ -12,6 +12,7 @@ import dagster as dg
 from pydantic import Field
 
 from resources.core_config import derive, to_core
+from resources.privacy import private_failure
 from trajectory_pipeline import settings
 from trajectory_pipeline.training.trainer import (
     ModelDirectoryError,
@@ -43,7 +44,7 @@ class MLXTrainer(_TrainKnobs):
         try:
             check_model_dir(path)
         except ModelDirectoryError as err:
-            raise dg.Failure(f"MLXTrainer.base_model: {err}") from None
+            raise private_failure(f"MLXTrainer.base_model: {err}") from None
         return path
 
     def train(
@@ -68,7 +69,7 @@ class MLXTrainer(_TrainKnobs):
                 base, data_dir, adapter_dir, config, on_report=report, resume_from=resume_from
             )
         except NonFiniteLossError as err:
-            raise dg.Failure(f"MLXTrainer: {err}") from None
+            raise private_failure(f"MLXTrainer: {err}") from None
         if result.stop_reason:
             log.warning(result.stop_reason)
         return result

@@ -27,6 +27,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 from pydantic import Field
 
+from resources.privacy import private, private_failure
 from trajectory_pipeline import settings
 from trajectory_pipeline.parquet_io import SPOOL_DIR, SpooledParquet, move_atomic, write_table_atomic
 
@@ -134,9 +135,9 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             )
         elif absent:
             shown = ", ".join(str(key) for key in absent[:5]) + (" ..." if len(absent) > 5 else "")
-            raise dg.Failure(
+            raise private_failure(
                 f"{asset_key.to_user_string()} has no stored data for partition(s) {shown} under "
-                f"{self.base_dir}. Materialize those partitions of {asset_key.to_user_string()} first."
+                f"{self.base_path()}. Materialize those partitions of {asset_key.to_user_string()} first."
             )
         wanted = context.dagster_type.typing_type
         if typing.get_origin(wanted) in (dict, Mapping) or wanted in (dict, Mapping):
@@ -159,7 +160,7 @@ def _file_metadata(path: Path, rows: int, size: int) -> dict[str, Any]:
     return {
         "dagster/row_count": rows,
         "row_count": rows,
-        "path": dg.MetadataValue.path(str(path)),
+        "path": dg.MetadataValue.path(private(str(path))),
         "size_bytes": size,
     }
 
