@@ -13,6 +13,7 @@ from __future__ import annotations
 import dagster as dg
 
 from assets.automation import (
+    abandoned_trainings_sensor,
     daily_ingest_job,
     daily_ingest_schedule,
     new_sessions_sensor,
@@ -44,7 +45,7 @@ defs = dg.Definitions(
     assets=[raw_sessions, mined_trajectories, decision_points, rendered_splits, lora_adapter, replay_eval],
     jobs=[daily_ingest_job, weekly_retrain_job],
     schedules=[daily_ingest_schedule, weekly_retrain_schedule],
-    sensors=[new_sessions_sensor],
+    sensors=[new_sessions_sensor, abandoned_trainings_sensor],
     resources={
         "io_manager": ParquetIOManager(),
         "session_sources": SessionSources(),

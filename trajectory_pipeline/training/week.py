@@ -157,6 +157,7 @@ def train_week(
         status="training",
         eval_summary=None,
         parent_adapter_id=parent.adapter_id if parent else None,
+        run_id=run.run_id,
     )
     started = time.perf_counter()
     with registry.registering(record):
