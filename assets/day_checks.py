@@ -14,7 +14,8 @@ why the daily checks work this way (Dagster 1.13):
 
 What the pipeline does instead:
 
-1. Every daily check is declared with the daily partitions (`day_check`) and judged per day:
+1. Every daily check (but `guard_recoveries`, a warning about the whole run's data) is declared
+   with the daily partitions (`day_check`) and judged per day:
    each day gets its own result, logged as an `AssetCheckEvaluation` of that partition
    (`report`), so the UI shows which day failed and why, and the storage keeps a verdict per day.
    The daily assets are multi-assets that may leave a check's output unset (`can_subset`), since

@@ -78,7 +78,12 @@ NAME = "mined_trajectories"
     can_subset=True,
     check_specs=[
         day_check("kept_attempts", NAME, "Enough gold + silver attempts on a day with sessions."),
-        day_check("guard_recoveries", NAME, "Guard denials were recovered from (a warning)."),
+        # Over the run, not per day: whether the data holds recoveries to learn from at all.
+        dg.AssetCheckSpec(
+            "guard_recoveries",
+            asset=NAME,
+            description="The run's guard denials were recovered from (a warning).",
+        ),
         day_check(
             "no_repeated_inspection_after_guard",
             NAME,
@@ -91,7 +96,7 @@ def mined_trajectories(
     context: dg.AssetExecutionContext,
     config: MinedTrajectoriesConfig,
     raw_sessions: dict[str, pads.Dataset],
-) -> Iterator[dg.Output[Any] | dg.AssetCheckEvaluation]:
+) -> Iterator[dg.Output[Any] | dg.AssetCheckEvaluation | dg.AssetCheckResult]:
     """One row per task attempt, with its signals, quality tier, score and workflow family."""
     mining = to_core(MiningConfig, config)
     days = [DayEvents.of(key, raw_sessions[key]) for key in context.partition_keys]
@@ -113,6 +118,8 @@ def mined_trajectories(
     yield dg.Output(single_or_dict(mined, context.partition_keys), output_name=NAME)
     for check, verdicts in audits(audited, config).items():
         yield from report(context, NAME, check, verdicts)
+    if dg.AssetCheckKey(dg.AssetKey(NAME), "guard_recoveries") in context.selected_asset_check_keys:
+        yield guard_recoveries(audited, config)
 
 
 def describe_day(day: str, sessions: int, attempts: pd.DataFrame) -> str:
@@ -125,11 +132,7 @@ def audits(
     days: list[tuple[str, int, pd.DataFrame]], config: MinedTrajectoriesConfig
 ) -> dict[str, list[Verdict]]:
     """Each check's verdict on each (day, sessions, attempts)."""
-    verdicts: dict[str, list[Verdict]] = {
-        "kept_attempts": [],
-        "guard_recoveries": [],
-        "no_repeated_inspection_after_guard": [],
-    }
+    verdicts: dict[str, list[Verdict]] = {"kept_attempts": [], "no_repeated_inspection_after_guard": []}
     for day, sessions, attempts in days:
         kept = attempts[attempts["tier"].isin(KEPT_TIERS)]
         # A day without sessions has nothing to audit; a day with sessions but no kept attempt
@@ -151,21 +154,6 @@ def audits(
                 f"sessions, fewer than {config.min_kept_attempts}",
             )
         )
-        recoveries = int(attempts["guard_recoveries"].sum())
-        denials = int(attempts["guard_denials"].sum())
-        verdicts["guard_recoveries"].append(
-            Verdict(
-                day,
-                # Without a denial there is nothing to recover from.
-                denials == 0 or recoveries >= config.min_guard_recoveries,
-                {
-                    "guard_denials": denials,
-                    "guard_recoveries": recoveries,
-                    "minimum": config.min_guard_recoveries,
-                },
-                warn=True,
-            )
-        )
         repeated = kept[kept["repeated_inspections_after_guard"] > 0]
         ids = repeated["attempt_id"].tolist()
         verdicts["no_repeated_inspection_after_guard"].append(
@@ -180,6 +168,34 @@ def audits(
             )
         )
     return verdicts
+
+
+def guard_recoveries(
+    days: list[tuple[str, int, pd.DataFrame]], config: MinedTrajectoriesConfig
+) -> dg.AssetCheckResult:
+    """A warning when the run's attempts hold guard denials but fewer recoveries than the minimum.
+
+    Judged over the run, unlike the other checks: it asks whether the data holds recoveries to learn
+    from at all, which no single day has to (a day's denials and recoveries are in its metadata and
+    in the result's)."""
+    per_day = {day: (int(a["guard_denials"].sum()), int(a["guard_recoveries"].sum())) for day, _, a in days}
+    denials = sum(d for d, _ in per_day.values())
+    recoveries = sum(r for _, r in per_day.values())
+    return dg.AssetCheckResult(
+        asset_key=NAME,
+        check_name="guard_recoveries",
+        # Without a denial there is nothing to recover from.
+        passed=denials == 0 or recoveries >= config.min_guard_recoveries,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "guard_denials": denials,
+            "guard_recoveries": recoveries,
+            "minimum": config.min_guard_recoveries,
+            "by_day": dg.MetadataValue.json(
+                {day: {"denials": d, "recoveries": r} for day, (d, r) in per_day.items()}
+            ),
+        },
+    )
 
 
 def mining_metadata(attempts: pd.DataFrame, head: pd.DataFrame) -> dict[str, Any]:

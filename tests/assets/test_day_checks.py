@@ -120,6 +120,7 @@ def test_each_day_has_its_own_check_result(
         by_check.setdefault(evaluation.check_name, {})[evaluation.partition] = evaluation.passed
     assert by_check["targets_have_required_arguments"] == {day: day != BAD for day in DAYS}
     assert set(by_check["kept_attempts"]) == set(DAYS)
+    assert by_check["guard_recoveries"] == {None: True}  # judged over the run
     # rendered_splits' own checks judge the days it rendered.
     assert set(by_check["no_leakage"]) == set(DAYS) - {BAD}
 

@@ -153,7 +153,6 @@ def test_a_failing_audit_names_the_numbers() -> None:
     )
     verdicts = audits([(DAY, 2, attempts)], MinedTrajectoriesConfig(min_kept_attempts=2))
     results = {check: found for check, (found,) in verdicts.items()}
-    assert not results["guard_recoveries"].passed and results["guard_recoveries"].warn
     assert not results["kept_attempts"].passed
     assert results["kept_attempts"].metadata["kept"] == 1
     assert results["kept_attempts"].metadata["minimum"] == 2
@@ -162,6 +161,21 @@ def test_a_failing_audit_names_the_numbers() -> None:
     assert results["no_repeated_inspection_after_guard"].description == (
         f"{DAY}: 1 kept attempts repeat an inspection after a guard denial (e.g. a)"
     )
+
+
+def test_guard_recoveries_is_judged_over_the_run() -> None:
+    """A day may have denials and no recovery; the warning asks whether the run holds any."""
+    from assets.mined_trajectories import MinedTrajectoriesConfig, guard_recoveries
+
+    def day(denials: int, recoveries: int) -> pd.DataFrame:
+        return pd.DataFrame({"guard_denials": [denials], "guard_recoveries": [recoveries]})
+
+    config = MinedTrajectoriesConfig()
+    result = guard_recoveries([("2026-11-20", 1, day(2, 0)), ("2026-11-21", 1, day(1, 1))], config)
+    assert result.passed and result.severity == dg.AssetCheckSeverity.WARN
+    assert result.metadata["by_day"].value["2026-11-20"] == {"denials": 2, "recoveries": 0}
+    assert not guard_recoveries([("2026-11-20", 1, day(2, 0))], config).passed  # a denial, no recovery
+    assert guard_recoveries([("2026-11-20", 1, day(0, 0))], config).passed  # nothing to recover from
 
 
 def test_kept_attempts_fails_a_day_with_sessions_but_no_attempt_and_passes_a_day_without_sessions() -> None:
