@@ -3,7 +3,6 @@
 import logging
 
 import dagster as dg
-import pytest
 
 from resources.privacy import private, private_failure, private_log, private_metadata
 
@@ -32,11 +31,21 @@ def test_every_kind_of_text_metadata_is_redacted_and_numbers_pass() -> None:
     assert (metadata["rows"], metadata["share"]) == (12, 0.5)
 
 
-def test_log_lines_and_failures_are_redacted(caplog: pytest.LogCaptureFixture) -> None:
+def test_log_lines_and_failures_are_redacted() -> None:
+    seen: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage())
+
     log = logging.getLogger("privacy-test")
-    with caplog.at_level(logging.INFO, logger="privacy-test"):
+    log.setLevel(logging.INFO)
+    log.addHandler(handler := Keep())
+    try:
         private_log(log).info("claude_code: /home/alice/.claude/projects does not exist")
-    assert caplog.messages == ["claude_code: /home/<user>/.claude/projects does not exist"]
+    finally:
+        log.removeHandler(handler)
+    assert seen == ["claude_code: /home/<user>/.claude/projects does not exist"]
     failure = private_failure(f"root /home/alice/{TOKEN} cannot be read", metadata={"root": "/home/alice"})
     assert failure.description == "root /home/<user>/[REDACTED:github_token] cannot be read"
     assert failure.metadata["root"].value == "/home/<user>"
