@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CHROMIUM := /usr/bin/chromium
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 
-.PHONY: install blas demo test ui lint bench clean
+.PHONY: install instance blas demo test ui lint bench clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,12 @@ $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 	mkdir -p -m 700 $(DAGSTER_HOME)
 	ln -sf $(CURDIR)/dagster.yaml $@
 
-install: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml blas
+# The instance holds transcript previews and run logs, and Dagster writes its files 0644 in 0755
+# folders: the folder itself is 0700, repaired at every make that installs (ui, demo, test).
+instance: $(DAGSTER_HOME)/dagster.yaml
+	chmod 700 $(DAGSTER_HOME)
+
+install: $(VENV)/.installed instance blas
 
 # An optimized BLAS for mlx on a Linux CPU: mlx's Linux wheel bundles the reference BLAS, about 10x
 # slower at matmuls (trajectory_pipeline/blas.py). Debian's OpenBLAS is installed when none is found,

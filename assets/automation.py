@@ -7,8 +7,10 @@
 - `weekly_retrain_schedule` (Sunday 03:00): the week that just ended, once every day of its
   window is ingested.
 - `new_sessions_sensor` (every 2 minutes): the days a new or grown transcript file can hold.
+- `abandoned_trainings_sensor` (every minute, on by default, launches nothing): marks failed in the
+  adapter registry each training whose run is gone (killed with SIGKILL; see assets/instance.py).
 
-All three start STOPPED. Turn them on in the UI (`make ui`, then Automation, and the toggle beside
+The first three start STOPPED. Turn them on in the UI (`make ui`, then Automation, and the toggle beside
 each; `make ui` also starts the daemon that evaluates them), or from a shell while it runs:
 
     dagster schedule start daily_ingest_schedule -m assets.definitions
@@ -47,10 +49,15 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import dagster as dg
+from sqlalchemy.engine import make_url
 
+from assets.instance import run_gone
 from assets.partitions import WINDOW_WEEKS, daily_partitions, weekly_partitions
+from resources.adapter_registry import AdapterRegistryResource
+from resources.privacy import private
 from resources.session_sources import SessionSources
 from trajectory_pipeline import settings
 from trajectory_pipeline.ingest.new_files import Watch, advance, day_spans, file_states
@@ -58,6 +65,7 @@ from trajectory_pipeline.ingest.new_files import Watch, advance, day_spans, file
 DAILY_CRON = "30 0 * * *"
 WEEKLY_CRON = "0 3 * * 0"
 SENSOR_INTERVAL_SECONDS = 120
+ABANDONED_INTERVAL_SECONDS = 60
 RENDERED = dg.AssetKey("rendered_splits")
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 
@@ -143,6 +151,28 @@ def weekly_retrain_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequ
             "or run daily_ingest_job over them now, then launch weekly_retrain_job for this week."
         )
     return dg.RunRequest(run_key=week, partition_key=week)
+
+
+@dg.sensor(
+    minimum_interval_seconds=ABANDONED_INTERVAL_SECONDS,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Mark failed, in the adapter registry, each training whose run is gone (killed); "
+    "launches nothing.",
+)
+def abandoned_trainings_sensor(
+    context: dg.SensorEvaluationContext, adapter_registry: AdapterRegistryResource
+) -> dg.SkipReason:
+    """A run killed with SIGKILL leaves its adapter "training" for ever; run monitoring fails the run,
+    and this marks the adapter, with the reason, within a minute, training or not."""
+    url = make_url(adapter_registry.resolved_url())
+    if url.get_backend_name() == "sqlite" and not Path(url.database or "").is_file():
+        return dg.SkipReason("no adapter registry yet")
+    failed = adapter_registry.registry().fail_abandoned(lambda run_id: run_gone(context.instance, run_id))
+    if not failed:
+        return dg.SkipReason("no training left behind by a run that is gone")
+    return dg.SkipReason(
+        private("marked failed: " + "; ".join(f"{r.adapter_id} ({r.failure_reason})" for r in failed))
+    )
 
 
 @dg.sensor(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dagster as dg
 
 from assets.automation import (
+    abandoned_trainings_sensor,
     daily_ingest_job,
     daily_ingest_schedule,
     new_sessions_sensor,
@@ -20,6 +21,7 @@ from assets.automation import (
     weekly_retrain_schedule,
 )
 from assets.decision_points import decision_points
+from assets.instance import keep_instance_private
 from assets.lora_adapter import lora_adapter
 from assets.mined_trajectories import mined_trajectories
 from assets.raw_sessions import raw_sessions
@@ -31,6 +33,10 @@ from resources.parquet_io_manager import ParquetIOManager
 from resources.session_sources import SessionSources
 from trajectory_pipeline import blas
 
+# The instance folder holds transcript previews: 0700 however the process was started (`dagster dev`
+# by hand makes it 0755).
+keep_instance_private()
+
 # One line at load: which BLAS mlx runs on in this code server, and how to get the fast one where it
 # is the slow reference BLAS (`make ui` preloads it for the code server, run workers and daemon).
 blas.log_blas_in_use(dg.get_dagster_logger("blas"))
@@ -39,7 +45,7 @@ defs = dg.Definitions(
     assets=[raw_sessions, mined_trajectories, decision_points, rendered_splits, lora_adapter, replay_eval],
     jobs=[daily_ingest_job, weekly_retrain_job],
     schedules=[daily_ingest_schedule, weekly_retrain_schedule],
-    sensors=[new_sessions_sensor],
+    sensors=[new_sessions_sensor, abandoned_trainings_sensor],
     resources={
         "io_manager": ParquetIOManager(),
         "session_sources": SessionSources(),

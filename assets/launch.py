@@ -8,7 +8,7 @@ of the way.
 
     trajectory-pipeline materialize --select raw_sessions,raw_sessions_quarantine --partition 2026-11-20
     trajectory-pipeline materialize --select decision_points --partition-range 2026-11-09...2026-11-22
-    trajectory-pipeline materialize --job weekly_retrain_job --partition 2026-11-15
+    trajectory-pipeline materialize --job weekly_retrain_job --partition 2026-11-15 --config run.yaml
 """
 
 from __future__ import annotations
@@ -16,11 +16,14 @@ from __future__ import annotations
 import datetime as dt
 import re
 import sys
+from pathlib import Path
+from typing import Any
 
 import dagster as dg
+import yaml
 
 from assets.definitions import defs
-from assets.instance import dagster_home
+from assets.instance import dagster_home, reap_dead_runs
 from assets.partitions import START_DATE
 from trajectory_pipeline import settings
 
@@ -87,10 +90,32 @@ def _selection(select: str | None, job: str | None) -> tuple[dg.JobDefinition, l
     return defs.resolve_implicit_global_asset_job_def(), keys
 
 
+def load_run_config(path: str | None) -> dict[str, Any]:
+    """The run config in a YAML (or JSON) file, as the launchpad takes it; {} without one."""
+    if path is None:
+        return {}
+    try:
+        loaded = yaml.safe_load(Path(path).expanduser().read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as err:
+        raise LaunchError(f"--config {path}: {err}") from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise LaunchError(
+            f"--config {path}: a run config is a mapping (ops:, resources:), got {type(loaded).__name__}"
+        )
+    return loaded
+
+
 def materialize(
-    select: str | None, job: str | None, partition: str | None, partition_range: str | None
+    select: str | None,
+    job: str | None,
+    partition: str | None,
+    partition_range: str | None,
+    config: str | None = None,
 ) -> dg.ExecuteInProcessResult:
     """Check the request, then run it: one run for the whole range (the assets' backfill policy)."""
+    run_config = load_run_config(config)
     job_def, keys = _selection(select, job)
     first, last = _keys(partition, partition_range)
     if keys is None:
@@ -114,15 +139,25 @@ def materialize(
     tags = {"dagster/asset_partition_range_start": first, "dagster/asset_partition_range_end": last}
     dagster_home()
     with dg.DagsterInstance.get() as instance:
+        # No daemon needed: runs killed earlier (their worker gone) are failed and their
+        # concurrency slots freed, so this run does not wait for them for ever.
+        for run_id in reap_dead_runs(instance):
+            print(f"trajectory-pipeline materialize: run {run_id} was killed; marked failed", file=sys.stderr)
         return job_def.execute_in_process(
-            instance=instance, asset_selection=keys, tags=tags, raise_on_error=False
+            instance=instance, asset_selection=keys, tags=tags, run_config=run_config, raise_on_error=False
         )
 
 
-def run(select: str | None, job: str | None, partition: str | None, partition_range: str | None) -> int:
+def run(
+    select: str | None,
+    job: str | None,
+    partition: str | None,
+    partition_range: str | None,
+    config: str | None = None,
+) -> int:
     """The command: 0 when the run succeeded, 1 when it failed (Dagster logged why), 2 for a bad request."""
     try:
-        result = materialize(select, job, partition, partition_range)
+        result = materialize(select, job, partition, partition_range, config)
     except (LaunchError, settings.SettingError) as err:
         print(f"trajectory-pipeline materialize: {err}", file=sys.stderr)
         return 2

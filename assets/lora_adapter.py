@@ -18,11 +18,13 @@ import dagster as dg
 import pandas as pd
 
 from assets import OWNERS
+from assets.instance import run_gone
 from assets.metadata import as_table
 from assets.partitions import WINDOW_WEEKS, rendered_window, weekly_partitions
 from resources.adapter_registry import AdapterRegistryResource
 from resources.core_config import derive, to_core
 from resources.mlx_trainer import MLXTrainer
+from resources.privacy import private, private_failure, private_log, private_metadata
 from trajectory_pipeline.training.adapters import ADAPTER_MANIFEST_SCHEMA, loss_chart, loss_table
 from trajectory_pipeline.training.trainer import TrainResult
 from trajectory_pipeline.training.week import TrainedWeek, TrainingRefused, WeekRun, WeekTraining, train_week
@@ -62,17 +64,21 @@ def lora_adapter(
     )
 
     def train(data: Path, out: Path, resume_from: Path | None) -> TrainResult:
-        return trainer.train(data, out, context.log, resume_from=resume_from)
+        return trainer.train(data, out, private_log(context.log), resume_from=resume_from)
 
-    try:
-        trained = train_week(
-            rows, days, run, to_core(WeekTraining, config), adapter_registry.registry(), train
+    registry = adapter_registry.registry()
+    # A training whose run was killed never marked its row: mark it now (the sensor does too).
+    for abandoned in registry.fail_abandoned(lambda run_id: run_gone(context.instance, run_id)):
+        context.log.warning(
+            private(f"adapter {abandoned.adapter_id} marked failed: {abandoned.failure_reason}")
         )
+    try:
+        trained = train_week(rows, days, run, to_core(WeekTraining, config), registry, train)
     except TrainingRefused as err:
-        raise dg.Failure(str(err)) from None
+        raise private_failure(str(err)) from None
     return dg.Output(
         as_table(pd.DataFrame([trained.manifest_row()]), ADAPTER_MANIFEST_SCHEMA),
-        metadata=_metadata(trained),
+        metadata=private_metadata(_metadata(trained)),
     )
 
 
@@ -85,6 +91,7 @@ def _metadata(trained: TrainedWeek) -> dict[str, Any]:
         "best_val_loss": result.best_val_loss,
         "last_val_loss": result.last_val_loss,
         "chosen": result.chosen,
+        "stop_reason": result.stop_reason or "",
         "tokens_per_second": round(result.tokens_per_second, 1),
         "peak_memory_gb": round(result.peak_memory_gb, 3),
         "training_seconds": round(trained.seconds, 1),

@@ -16,10 +16,13 @@ import pyarrow.dataset as pads
 from pydantic import Field
 
 from assets import OWNERS
+from assets.day_checks import Verdict, day_check, report
 from assets.metadata import counter_md, frame_md, single_or_dict
 from assets.partitions import daily_partitions
 from assets.workers import resolve_workers, workers_field
 from resources.core_config import derive, to_core
+from resources.parquet_io_manager import spool_root
+from resources.privacy import private_metadata
 from trajectory_pipeline.day_stages import DayEvents, mine_days
 from trajectory_pipeline.mining.attempts import MiningConfig
 from trajectory_pipeline.parquet_io import SpooledParquet, spool_dir
@@ -44,33 +47,48 @@ class MinedTrajectoriesConfig(_MiningKnobs):
     """Tiering thresholds, signal weights and the audits' minimums."""
 
     min_kept_attempts: int = Field(
-        default=1, ge=0, description="Audit: gold + silver attempts needed per run (days with sessions)."
+        default=1, ge=0, description="Audit: gold + silver attempts needed per day (days with sessions)."
     )
     workers: int = workers_field()
     min_guard_recoveries: int = Field(
         default=1,
         ge=0,
-        description="Audit (warning): recoveries expected when the run holds guard denials.",
+        description="Audit (warning): recoveries expected on a day with guard denials.",
     )
 
 
-@dg.asset(
+NAME = "mined_trajectories"
+
+
+@dg.multi_asset(
+    outs={
+        NAME: dg.AssetOut(
+            description="One row per task attempt, with its signals, quality tier, score and workflow "
+            "family.",
+            owners=OWNERS,
+            tags={"stage": "mining"},
+            io_manager_key="io_manager",
+        )
+    },
     partitions_def=daily_partitions,
     backfill_policy=dg.BackfillPolicy.single_run(),
     group_name="ingest",
     compute_kind="pandas",
-    owners=OWNERS,
-    tags={"stage": "mining"},
+    # Each day gets its own check results (assets/day_checks.py); the check outputs stay unset.
+    can_subset=True,
     check_specs=[
-        dg.AssetCheckSpec("kept_attempts", asset="mined_trajectories", description="Enough gold + silver."),
+        day_check("kept_attempts", NAME, "Enough gold + silver attempts on a day with sessions."),
+        # Over the run, not per day: whether the data holds recoveries to learn from at all.
         dg.AssetCheckSpec(
-            "guard_recoveries", asset="mined_trajectories", description="Guard denials were recovered from."
+            "guard_recoveries",
+            asset=NAME,
+            description="The run's guard denials were recovered from (a warning).",
         ),
-        dg.AssetCheckSpec(
+        day_check(
             "no_repeated_inspection_after_guard",
-            asset="mined_trajectories",
-            blocking=True,
-            description="No kept attempt repeats an inspection after a guard denial.",
+            NAME,
+            "No kept attempt repeats an inspection after a guard denial; a day that fails is not "
+            "rendered (rendered_splits).",
         ),
     ],
 )
@@ -78,36 +96,93 @@ def mined_trajectories(
     context: dg.AssetExecutionContext,
     config: MinedTrajectoriesConfig,
     raw_sessions: dict[str, pads.Dataset],
-) -> Iterator[dg.Output[Any] | dg.AssetCheckResult]:
+) -> Iterator[dg.Output[Any] | dg.AssetCheckEvaluation | dg.AssetCheckResult]:
     """One row per task attempt, with its signals, quality tier, score and workflow family."""
     mining = to_core(MiningConfig, config)
     days = [DayEvents.of(key, raw_sessions[key]) for key in context.partition_keys]
     # Each day goes to a private spool file as it comes, and the audits keep only the columns
     # they read: a long range never sits in memory whole.
     mined: dict[str, SpooledParquet] = {}
-    audited = []
+    audited: list[tuple[str, int, pd.DataFrame]] = []
     workers = resolve_workers(config.workers)
-    with spool_dir("trajectory-mined-") as spool:
+    with spool_dir(spool_root(context), "mined-") as spool:
         for day in mine_days(days, mining, spool, workers, columns=AUDITED_COLUMNS + SUMMARY_COLUMNS):
             mined[day.key] = SpooledParquet(day.path, day.rows)
-            audited.append(day.columns[AUDITED_COLUMNS])
-            context.add_asset_metadata(mining_metadata(day.columns, day.head), partition_key=day.key)
-    yield dg.Output(single_or_dict(mined, context.partition_keys))
-    yield from audits(pd.concat(audited, ignore_index=True), config)
+            audited.append((day.key, day.sessions, day.columns[AUDITED_COLUMNS]))
+            context.log.info(describe_day(day.key, day.sessions, day.columns))
+            context.add_asset_metadata(
+                private_metadata(mining_metadata(day.columns, day.head)),
+                asset_key=NAME,
+                partition_key=day.key,
+            )
+    yield dg.Output(single_or_dict(mined, context.partition_keys), output_name=NAME)
+    for check, verdicts in audits(audited, config).items():
+        yield from report(context, NAME, check, verdicts)
+    if dg.AssetCheckKey(dg.AssetKey(NAME), "guard_recoveries") in context.selected_asset_check_keys:
+        yield guard_recoveries(audited, config)
 
 
-def audits(attempts: pd.DataFrame, config: MinedTrajectoriesConfig) -> Iterator[dg.AssetCheckResult]:
-    kept = attempts[attempts["tier"].isin(KEPT_TIERS)]
-    # A day without sessions has nothing to audit; it should not look like a failure.
-    enough = attempts.empty or len(kept) >= config.min_kept_attempts
-    yield dg.AssetCheckResult(
-        check_name="kept_attempts",
-        passed=bool(enough),
-        metadata={"kept": len(kept), "attempts": len(attempts), "minimum": config.min_kept_attempts},
-    )
-    recoveries = int(attempts["guard_recoveries"].sum())
-    denials = int(attempts["guard_denials"].sum())
-    yield dg.AssetCheckResult(
+def describe_day(day: str, sessions: int, attempts: pd.DataFrame) -> str:
+    """The day's one log line, even for a day without sessions."""
+    kept = int(attempts["tier"].isin(KEPT_TIERS).sum())
+    return f"{day}: {len(attempts)} attempts from {sessions} sessions, {kept} kept (gold + silver)"
+
+
+def audits(
+    days: list[tuple[str, int, pd.DataFrame]], config: MinedTrajectoriesConfig
+) -> dict[str, list[Verdict]]:
+    """Each check's verdict on each (day, sessions, attempts)."""
+    verdicts: dict[str, list[Verdict]] = {"kept_attempts": [], "no_repeated_inspection_after_guard": []}
+    for day, sessions, attempts in days:
+        kept = attempts[attempts["tier"].isin(KEPT_TIERS)]
+        # A day without sessions has nothing to audit; a day with sessions but no kept attempt
+        # (even none at all) is what this check is for.
+        enough = sessions == 0 or len(kept) >= config.min_kept_attempts
+        verdicts["kept_attempts"].append(
+            Verdict(
+                day,
+                bool(enough),
+                {
+                    "kept": len(kept),
+                    "attempts": len(attempts),
+                    "sessions": sessions,
+                    "minimum": config.min_kept_attempts,
+                },
+                None
+                if enough
+                else f"{day}: {len(kept)} gold + silver attempts of {len(attempts)} from {sessions} "
+                f"sessions, fewer than {config.min_kept_attempts}",
+            )
+        )
+        repeated = kept[kept["repeated_inspections_after_guard"] > 0]
+        ids = repeated["attempt_id"].tolist()
+        verdicts["no_repeated_inspection_after_guard"].append(
+            Verdict(
+                day,
+                repeated.empty,
+                {"attempts": len(repeated), "attempt_ids": dg.MetadataValue.json(ids)},
+                None
+                if repeated.empty
+                else f"{day}: {len(ids)} kept attempts repeat an inspection after a guard denial "
+                f"(e.g. {', '.join(ids[:3])})",
+            )
+        )
+    return verdicts
+
+
+def guard_recoveries(
+    days: list[tuple[str, int, pd.DataFrame]], config: MinedTrajectoriesConfig
+) -> dg.AssetCheckResult:
+    """A warning when the run's attempts hold guard denials but fewer recoveries than the minimum.
+
+    Judged over the run, unlike the other checks: it asks whether the data holds recoveries to learn
+    from at all, which no single day has to (a day's denials and recoveries are in its metadata and
+    in the result's)."""
+    per_day = {day: (int(a["guard_denials"].sum()), int(a["guard_recoveries"].sum())) for day, _, a in days}
+    denials = sum(d for d, _ in per_day.values())
+    recoveries = sum(r for _, r in per_day.values())
+    return dg.AssetCheckResult(
+        asset_key=NAME,
         check_name="guard_recoveries",
         # Without a denial there is nothing to recover from.
         passed=denials == 0 or recoveries >= config.min_guard_recoveries,
@@ -116,15 +191,9 @@ def audits(attempts: pd.DataFrame, config: MinedTrajectoriesConfig) -> Iterator[
             "guard_denials": denials,
             "guard_recoveries": recoveries,
             "minimum": config.min_guard_recoveries,
-        },
-    )
-    repeated = kept[kept["repeated_inspections_after_guard"] > 0]
-    yield dg.AssetCheckResult(
-        check_name="no_repeated_inspection_after_guard",
-        passed=repeated.empty,
-        metadata={
-            "attempts": len(repeated),
-            "attempt_ids": dg.MetadataValue.json(repeated["attempt_id"].tolist()),
+            "by_day": dg.MetadataValue.json(
+                {day: {"denials": d, "recoveries": r} for day, (d, r) in per_day.items()}
+            ),
         },
     )
 

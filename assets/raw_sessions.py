@@ -21,6 +21,8 @@ from assets.metadata import counter_md, frame_md
 from assets.partitions import daily_partitions
 from assets.workers import resolve_workers, workers_field
 from resources.core_config import derive, to_core
+from resources.parquet_io_manager import spool_root
+from resources.privacy import private_failure, private_log, private_metadata
 from resources.session_sources import SessionSources
 from trajectory_pipeline.ingest.days import (
     IngestOptions,
@@ -69,14 +71,14 @@ class IngestConfig(_IngestKnobs):
 def raw_sessions(
     context: dg.AssetExecutionContext, config: IngestConfig, session_sources: SessionSources
 ) -> tuple[dg.Output[Any], dg.Output[Any]]:
-    roots = session_sources.roots(context.log)
+    roots = session_sources.roots(private_log(context.log))
     options = to_core(IngestOptions, config)
     redactor = options.redactor()
     try:
         files = candidate_files(roots)
     except SourceUnreadableError as err:
-        raise dg.Failure(str(err)) from None
-    with spool_dir("trajectory-raw-sessions-") as spool:
+        raise private_failure(str(err)) from None
+    with spool_dir(spool_root(context), "raw-sessions-") as spool:
         outputs = {
             dt.date.fromisoformat(key): (spool / f"events-{key}.parquet", spool / f"quarantine-{key}.parquet")
             for key in context.partition_keys
@@ -110,9 +112,13 @@ def _report_partition(
     events = SpooledParquet(events_path, stats.rows)
     quarantine = SpooledParquet(quarantine_path, stats.quarantined.total())
     context.log.info(describe_day(stats))
-    context.add_asset_metadata(events_metadata(stats, events), asset_key="raw_sessions", partition_key=key)
     context.add_asset_metadata(
-        quarantine_metadata(stats, quarantine), asset_key="raw_sessions_quarantine", partition_key=key
+        private_metadata(events_metadata(stats, events)), asset_key="raw_sessions", partition_key=key
+    )
+    context.add_asset_metadata(
+        private_metadata(quarantine_metadata(stats, quarantine)),
+        asset_key="raw_sessions_quarantine",
+        partition_key=key,
     )
     return events, quarantine
 

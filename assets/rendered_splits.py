@@ -19,9 +19,11 @@ import pandas as pd
 from pydantic import Field
 
 from assets import OWNERS
+from assets.day_checks import Verdict, Withheld, day_check, report, withheld_days
 from assets.metadata import as_table, counter_md, single_or_dict
 from assets.partitions import daily_partitions
 from resources.core_config import derive, to_core
+from resources.privacy import private_failure, private_metadata
 from trajectory_pipeline.dataset.mlx_data import DatasetManifest, SplitTooSmallError
 from trajectory_pipeline.dataset.render import RenderConfig
 from trajectory_pipeline.dataset.splits import (
@@ -68,65 +70,136 @@ class RenderedSplitsConfig(_SplitKnobs):
         return to_core(SelectConfig, self)
 
 
-@dg.asset(
+NAME = "rendered_splits"
+# What to do about a day a gate left out, by check (assets/day_checks.py GATES).
+REMEDIES = {
+    "targets_have_required_arguments": "fix what dropped the arguments (the source's parser, or "
+    "transcripts published with their arguments redacted) or, to accept the day as it is, raise "
+    "decision_points' max_incomplete_share in the run config; then materialize decision_points and "
+    "rendered_splits for the day again",
+    "no_repeated_inspection_after_guard": "read those attempts (the tier rules are in "
+    "trajectory_pipeline/mining/attempts.py); then materialize mined_trajectories, decision_points "
+    "and rendered_splits for the day again",
+}
+
+
+@dg.multi_asset(
+    outs={
+        NAME: dg.AssetOut(
+            description="Decision points rendered in mlx-lm's format, filtered, deduplicated and split "
+            "by session.",
+            owners=OWNERS,
+            tags={"stage": "rendering"},
+            io_manager_key="io_manager",
+            # A range run with a day left out by a gate stores the other days itself (see below).
+            is_required=False,
+        )
+    },
     partitions_def=daily_partitions,
     backfill_policy=dg.BackfillPolicy.single_run(),
     group_name="ingest",
     compute_kind="pandas",
-    owners=OWNERS,
-    tags={"stage": "rendering"},
+    # Each day gets its own check results (assets/day_checks.py); the check outputs stay unset.
+    can_subset=True,
     check_specs=[
-        dg.AssetCheckSpec(
+        day_check(
             "no_leakage",
-            asset="rendered_splits",
-            blocking=True,
-            description="No session in two splits, no train/test duplicate, no holdout item in training.",
+            NAME,
+            "No session in two splits, no train/test duplicate, no holdout item in training.",
         ),
-        dg.AssetCheckSpec(
-            "rows_kept", asset="rendered_splits", description="Filters did not empty a day that had data."
-        ),
+        day_check("rows_kept", NAME, "Filters did not empty a day that had data (a warning)."),
     ],
 )
 def rendered_splits(
     context: dg.AssetExecutionContext, config: RenderedSplitsConfig, decision_points: dict[str, pd.DataFrame]
-) -> Iterator[dg.Output[Any] | dg.AssetCheckResult]:
-    """Decision points rendered in mlx-lm's format, filtered, deduplicated and split by session."""
+) -> Iterator[dg.Output[Any] | dg.AssetMaterialization | dg.AssetCheckEvaluation]:
+    """Decision points rendered in mlx-lm's format, filtered, deduplicated and split by session.
+
+    A day whose decision points failed a gating check is left out, and the run fails at the end
+    naming it; the other days are rendered and stored (assets/day_checks.py)."""
     try:
         holdout = load_holdout(Path(config.holdout_path) if config.holdout_path else None)
         render, choose = config.render(), config.select()
         tokenizer = load_tokenizer(config.tokenizer_path) if config.tokenizer_path else None
     except (ValueError, OSError) as err:
-        raise dg.Failure(f"rendered_splits config: {err}") from None
-    rendered, emptied = {}, []
-    for key in context.partition_keys:
-        rendered[key], counts = select(decision_points[key], render, choose, holdout, tokenizer)
-        context.add_asset_metadata(split_metadata(rendered[key], counts), partition_key=key)
-        if counts["input"] and not counts["kept"]:
-            emptied.append(key)
+        raise private_failure(f"rendered_splits config: {err}") from None
+    withheld = withheld_days(context.instance, context.partition_keys)
+    days = [key for key in context.partition_keys if key not in withheld]
+    rendered, counts, day_metadata = {}, {}, {}
+    for key in days:
+        rendered[key], counts[key] = select(decision_points[key], render, choose, holdout, tokenizer)
+        day_metadata[key] = private_metadata(split_metadata(rendered[key], counts[key]))
     tables = {key: as_table(frame, RENDERED_SCHEMA) for key, frame in rendered.items()}
-    manifest = _write_data_dir(config, rendered, holdout, context.partition_keys)
-    output_metadata = {} if manifest is None else manifest_metadata(manifest)
-    yield dg.Output(single_or_dict(tables, context.partition_keys), metadata=output_metadata)
+    manifest = _write_data_dir(config, rendered, holdout, days) if days else None
+    output_metadata = {} if manifest is None else private_metadata(manifest_metadata(manifest))
+    if not withheld:
+        for key in days:
+            context.add_asset_metadata(day_metadata[key], asset_key=NAME, partition_key=key)
+        yield dg.Output(
+            single_or_dict(tables, context.partition_keys), output_name=NAME, metadata=output_metadata
+        )
+    else:
+        # Dagster would record every day of the range for an output: store the good days one by one.
+        manager = context.resources.io_manager
+        for key in days:
+            stored = manager.store_partition(dg.AssetKey(NAME), key, tables[key])
+            yield dg.AssetMaterialization(
+                asset_key=NAME, partition=key, metadata={**output_metadata, **day_metadata[key], **stored}
+            )
     # Each day on its own, so a range run and day-by-day runs judge alike; duplicates that only
     # show across days are removed when a training window is written (training_data.write_window).
-    reports = [check_leakage(frame, holdout) for frame in rendered.values()]
-    failed = [report for report in reports if not report.passed]
-    yield dg.AssetCheckResult(
-        check_name="no_leakage",
-        passed=not failed,
-        description=" ".join(report.message() for report in failed) or "no leakage",
-        metadata={
-            "sessions_in_several_splits": sum(len(r.sessions_in_several_splits) for r in reports),
-            "shared_prompt_target": sum(len(r.shared_prompt_target) for r in reports),
-            "holdout_in_train_or_valid": sum(len(r.holdout_in_train_or_valid) for r in reports),
-        },
+    leakage = {key: check_leakage(rendered[key], holdout) for key in days}
+    yield from report(
+        context,
+        NAME,
+        "no_leakage",
+        (
+            Verdict(
+                key,
+                leak.passed,
+                {
+                    "sessions_in_several_splits": len(leak.sessions_in_several_splits),
+                    "shared_prompt_target": len(leak.shared_prompt_target),
+                    "holdout_in_train_or_valid": len(leak.holdout_in_train_or_valid),
+                },
+                f"{key}: {leak.message()}" if not leak.passed else "no leakage",
+            )
+            for key, leak in leakage.items()
+        ),
     )
-    yield dg.AssetCheckResult(
-        check_name="rows_kept",
-        passed=not emptied,
-        severity=dg.AssetCheckSeverity.WARN,
-        metadata={"days_emptied_by_filters": dg.MetadataValue.json(emptied)},
+    yield from report(
+        context,
+        NAME,
+        "rows_kept",
+        (
+            Verdict(
+                key,
+                not (counts[key]["input"] and not counts[key]["kept"]),
+                {"input": counts[key]["input"], "kept": counts[key]["kept"]},
+                warn=True,
+            )
+            for key in days
+        ),
     )
+    if withheld:
+        raise private_failure(
+            withheld_message(withheld, len(days)), metadata={"withheld_days": sorted(withheld)}
+        )
+
+
+def withheld_message(withheld: dict[str, list[Withheld]], rendered: int) -> str:
+    """What the run's failure says: each day left out, the check and its finding, and what to do."""
+    lines = [
+        f"rendered_splits left out {len(withheld)} day(s) whose checks failed; the other {rendered} "
+        "day(s) of the run were rendered and stored."
+    ]
+    for day in sorted(withheld):
+        for found in withheld[day]:
+            check = found.check.rsplit(" ", 1)[-1]
+            lines.append(f"- {day}, {found.check}: {found.description or 'failed'}")
+            remedy = REMEDIES.get(check, "fix what the check found, then materialize the day again")
+            lines.append(f"  To render {day}: {remedy}.")
+    return "\n".join(lines)
 
 
 def _write_data_dir(
@@ -150,7 +223,7 @@ def _write_data_dir(
             partitions=partitions,
         )
     except (LeakageError, SplitTooSmallError) as err:
-        raise dg.Failure(f"mlx-lm data directory not written: {err}") from None
+        raise private_failure(f"mlx-lm data directory not written: {err}") from None
 
 
 def manifest_metadata(manifest: DatasetManifest) -> dict[str, Any]:

@@ -22,10 +22,12 @@ from assets.metadata import as_table, frame_md
 from assets.partitions import rendered_window, weekly_partitions
 from resources.adapter_registry import AdapterRegistryResource
 from resources.core_config import derive, to_core
+from resources.privacy import private_failure, private_metadata
 from trajectory_pipeline.evaluation.evaluate import Contender, EvalOutcome, record_decision, run_replay_eval
 from trajectory_pipeline.evaluation.promotion import PROMOTED_STATUS, PromotionConfig
 from trajectory_pipeline.evaluation.replay import ReplayConfig
 from trajectory_pipeline.evaluation.schema import EVAL_RESULT_SCHEMA, HOLDOUT
+from trajectory_pipeline.parquet_io import make_private_tree
 
 _ReplayKnobs: Any = derive("ReplayKnobs", ReplayConfig, PromotionConfig, exclude={"lane"})
 
@@ -89,15 +91,18 @@ def replay_eval(
             window, base_model, candidate, promoted, replay, promotion, candidate.path.parent / "eval"
         )
     except ValueError as err:
-        raise dg.Failure(f"replay_eval for week {context.partition_key}: {err}") from None
+        raise private_failure(f"replay_eval for week {context.partition_key}: {err}") from None
+    finally:
+        # The report and chart (matplotlib writes with the umask's modes) join the private artifacts.
+        make_private_tree(candidate.path.parent)
 
     decision = outcome.decision
     try:
         applied = record_decision(registry, candidate.adapter_id, outcome)
     except ValueError as err:
-        raise dg.Failure(f"replay_eval for week {context.partition_key}: {err}") from None
+        raise private_failure(f"replay_eval for week {context.partition_key}: {err}") from None
     context.log.info(f"adapter {candidate.adapter_id} {applied}: {decision.reason}")
-    metadata = {**_metadata(outcome), "registry": applied}
+    metadata = private_metadata({**_metadata(outcome), "registry": applied})
     yield dg.Output(as_table(outcome.results, EVAL_RESULT_SCHEMA), metadata=metadata)
     yield dg.AssetCheckResult(
         check_name="adapter_promoted",

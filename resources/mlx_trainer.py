@@ -12,9 +12,11 @@ import dagster as dg
 from pydantic import Field
 
 from resources.core_config import derive, to_core
+from resources.privacy import private_failure
 from trajectory_pipeline import settings
 from trajectory_pipeline.training.trainer import (
     ModelDirectoryError,
+    NonFiniteLossError,
     TrainConfig,
     TrainResult,
     check_model_dir,
@@ -42,7 +44,7 @@ class MLXTrainer(_TrainKnobs):
         try:
             check_model_dir(path)
         except ModelDirectoryError as err:
-            raise dg.Failure(f"MLXTrainer.base_model: {err}") from None
+            raise private_failure(f"MLXTrainer.base_model: {err}") from None
         return path
 
     def train(
@@ -62,7 +64,15 @@ class MLXTrainer(_TrainKnobs):
         def report(row: dict[str, Any]) -> None:
             log.info(describe_report(row))
 
-        return train_adapter(base, data_dir, adapter_dir, config, on_report=report, resume_from=resume_from)
+        try:
+            result = train_adapter(
+                base, data_dir, adapter_dir, config, on_report=report, resume_from=resume_from
+            )
+        except NonFiniteLossError as err:
+            raise private_failure(f"MLXTrainer: {err}") from None
+        if result.stop_reason:
+            log.warning(result.stop_reason)
+        return result
 
 
 def describe_report(row: dict[str, Any]) -> str:

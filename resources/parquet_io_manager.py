@@ -27,8 +27,9 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 from pydantic import Field
 
+from resources.privacy import private, private_failure
 from trajectory_pipeline import settings
-from trajectory_pipeline.parquet_io import SpooledParquet, move_atomic, write_table_atomic
+from trajectory_pipeline.parquet_io import SPOOL_DIR, SpooledParquet, move_atomic, write_table_atomic
 
 # Input metadata for a window that may have gaps (days with no sessions, not yet ingested): the
 # stored partitions come as a dict and the missing ones are left out instead of failing the run.
@@ -46,8 +47,12 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         "empty: $TRAJECTORY_DATA_DIR, else data/warehouse.",
     )
 
+    def base_path(self) -> Path:
+        """The data directory: `base_dir`, else $TRAJECTORY_DATA_DIR, else data/warehouse."""
+        return Path(self.base_dir or settings.data_dir()).expanduser()
+
     def path_for(self, asset_key: dg.AssetKey, partition_key: str | None = None) -> Path:
-        folder = Path(self.base_dir or settings.data_dir()).expanduser().joinpath(*asset_key.path)
+        folder = self.base_path().joinpath(*asset_key.path)
         if partition_key is None:
             return folder.with_name(folder.name + ".parquet")
         return folder / f"{partition_key}.parquet"
@@ -68,6 +73,11 @@ class ParquetIOManager(dg.ConfigurableIOManager):
                 _file_metadata(path, rows, size), asset_key=context.asset_key, partition_key=key
             )
         context.add_output_metadata({"partitions_in_run": len(written)})
+
+    def store_partition(self, asset_key: dg.AssetKey, partition_key: str, value: Storable) -> dict[str, Any]:
+        """Store one partition outside an output (an asset that reports its own materializations);
+        returns the metadata `handle_output` would have given it."""
+        return _file_metadata(*self._write(asset_key, partition_key, value))
 
     def _parts(
         self, context: dg.OutputContext, obj: Storable | Mapping[str, Storable]
@@ -125,9 +135,9 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             )
         elif absent:
             shown = ", ".join(str(key) for key in absent[:5]) + (" ..." if len(absent) > 5 else "")
-            raise dg.Failure(
+            raise private_failure(
                 f"{asset_key.to_user_string()} has no stored data for partition(s) {shown} under "
-                f"{self.base_dir}. Materialize those partitions of {asset_key.to_user_string()} first."
+                f"{self.base_path()}. Materialize those partitions of {asset_key.to_user_string()} first."
             )
         wanted = context.dagster_type.typing_type
         if typing.get_origin(wanted) in (dict, Mapping) or wanted in (dict, Mapping):
@@ -138,11 +148,19 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         return _read(list(paths.values()), wanted)
 
 
+def spool_root(context: dg.AssetExecutionContext) -> Path:
+    """Where an asset spools the files its IO manager then moves into place: the `.spool/` folder of
+    the data directory the run writes to (so a killed run's leftovers stay inside it)."""
+    manager = getattr(context.resources, "io_manager", None)
+    base = manager.base_path() if isinstance(manager, ParquetIOManager) else Path(settings.data_dir())
+    return base.expanduser() / SPOOL_DIR
+
+
 def _file_metadata(path: Path, rows: int, size: int) -> dict[str, Any]:
     return {
         "dagster/row_count": rows,
         "row_count": rows,
-        "path": dg.MetadataValue.path(str(path)),
+        "path": dg.MetadataValue.path(private(str(path))),
         "size_bytes": size,
     }
 

@@ -19,6 +19,7 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
+from resources.privacy import private_failure
 from trajectory_pipeline.ingest.days import SourceRoot
 from trajectory_pipeline.ingest.formats import FORMATS
 
@@ -30,7 +31,8 @@ def _root_fields() -> Any:
         f"{name}_root": Field(
             default=None,
             description=f"{spec.title}: the folder holding {spec.holds}. Empty turns the source off. Unset: "
-            f"${spec.variable}, else {spec.default_root or 'off'}.",
+            f"${spec.variable}, else {spec.default_root or 'off'}. A value set here is stored with the "
+            "run as written: prefer ~/... to a path that names your login.",
         )
         for name, spec in FORMATS.items()
     }
@@ -63,7 +65,7 @@ class SessionSources(_SourceRoots):
                     log.info(f"{source}: {root} does not exist, skipping this source")
                 continue
             if not root.is_dir():
-                raise dg.Failure(
+                raise private_failure(
                     f"{source}_root {root} is a file, not a folder. Point it at the folder that holds "
                     f"the {source} transcripts, or set it to an empty string to turn the source off."
                 )
@@ -71,7 +73,7 @@ class SessionSources(_SourceRoots):
                 with os.scandir(root):
                     pass
             except PermissionError as err:
-                raise dg.Failure(
+                raise private_failure(
                     f"{source}_root {root} exists but cannot be read ({err.strerror}). Give this user "
                     "read access to it, or set the root to an empty string to turn the source off."
                 ) from None

@@ -146,12 +146,29 @@ def subprocess_pid_that_exited() -> int:
     return child.pid
 
 
-def test_a_spool_folder_is_private_and_goes_with_its_files_when_the_step_fails() -> None:
-    with spool_dir("test-spool-") as kept:
+def test_a_spool_folder_is_private_and_goes_with_its_files_when_the_step_fails(tmp_path: Path) -> None:
+    root = tmp_path / "data" / ".spool"
+    with spool_dir(root, "test-spool-") as kept:
         (kept / "day.parquet").write_bytes(b"rows")
-    assert (kept / "day.parquet").exists() and _mode(kept) == 0o700
+    assert kept.parent == root and (kept / "day.parquet").exists()
+    assert _mode(kept) == 0o700 and _mode(root) == 0o700
     shutil.rmtree(kept)
-    with pytest.raises(RuntimeError), spool_dir("test-spool-") as failed:
+    with pytest.raises(RuntimeError), spool_dir(root, "test-spool-") as failed:
         (failed / "day.parquet").write_bytes(b"transcripts")
         raise RuntimeError("the step failed")
     assert not failed.exists()
+
+
+def test_a_new_spool_removes_the_spools_of_dead_processes_only(tmp_path: Path) -> None:
+    root = tmp_path / ".spool"
+    with spool_dir(root, "raw-sessions-") as mine:
+        host = mine.name.rsplit("-", 2)[0].removeprefix("raw-sessions-")
+        dead = root / f"raw-sessions-{host}-{subprocess_pid_that_exited()}-abc123"
+        alive = root / f"raw-sessions-{host}-{os.getpid()}-def456"
+        elsewhere = root / f"raw-sessions-0123abcd-{subprocess_pid_that_exited()}-ghi789"  # another host
+        for folder in (dead, alive, elsewhere):
+            folder.mkdir()
+            (folder / "events-2026-11-20.parquet").write_bytes(b"a day of transcripts")
+        with spool_dir(root, "mined-") as other:
+            assert not dead.exists()
+            assert alive.exists() and elsewhere.exists() and mine.exists() and other.exists()

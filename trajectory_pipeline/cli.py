@@ -51,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     launch.add_argument("--job", help="a job instead of a selection (daily_ingest_job, weekly_retrain_job)")
     launch.add_argument("--partition", help="one UTC day (weekly assets: the Sunday that starts the week)")
     launch.add_argument("--partition-range", help="FIRST...LAST, both included, in one run")
+    launch.add_argument(
+        "--config", help="a run config file (YAML or JSON; ops: and resources:, as in the launchpad)"
+    )
     return parser
 
 
@@ -81,7 +84,7 @@ def _run_graph(args: argparse.Namespace) -> int:
     if args.command == "materialize":
         from assets.launch import run
 
-        return run(args.select, args.job, args.partition, args.partition_range)
+        return run(args.select, args.job, args.partition, args.partition_range, args.config)
     from assets.demo import run_demo
 
     return run_demo(args.corpus, args.data_dir)

@@ -31,9 +31,10 @@ import pyarrow.parquet as pq
 from trajectory_pipeline.decisions.points import (
     DECISION_SCHEMA,
     EVENT_READ_COLUMNS,
+    SET_ASIDE_REASONS,
     DecisionConfig,
     decision_points_table,
-    learnable_table,
+    set_aside_table,
 )
 from trajectory_pipeline.events import ORDER_COLUMNS, READ_COLUMNS
 from trajectory_pipeline.mining.attempts import TRAJECTORY_SCHEMA, MiningConfig, mine_table
@@ -79,6 +80,7 @@ class MinedDay(NamedTuple):
     key: str
     path: Path
     rows: int
+    sessions: int  # the day's sessions in raw_sessions, attempts or not
     columns: pd.DataFrame  # every attempt, the requested columns only
     head: pd.DataFrame  # the first attempts, every column
 
@@ -90,7 +92,9 @@ class DayPoints(NamedTuple):
     path: Path
     rows: int
     extracted: int  # decision points cut, before the unlearnable ones were set aside
-    set_aside: dict[str, int]  # by reason
+    set_aside: dict[str, int]  # by reason (SET_ASIDE_REASONS, each counted)
+    set_aside_by_tool: dict[tuple[str, str], int]  # by (reason, target tool)
+    set_aside_examples: dict[tuple[str, str], tuple[str, ...]]  # the first decision ids of each
     included_attempts: int  # the day's attempts in the included tiers
     by_tool: dict[str, int]
     by_action_class: dict[str, int]
@@ -102,6 +106,7 @@ class DayPoints(NamedTuple):
 
 PREVIEW_COLUMNS = ["source", "tier", "step", "action_class", "target_name", "target_arguments"]
 PREVIEW_ROWS = 8
+SET_ASIDE_EXAMPLES = 3
 
 
 @dataclass(frozen=True)
@@ -136,11 +141,18 @@ def _store(table: pa.Table, schema: pa.Schema, dest: Path) -> None:
 
 def _mine(task: _MineTask) -> MinedDay:
     # Arrow from file to file: only the columns mining reads, and no pandas frame of the events.
-    attempts = mine_table(_read(task.day.files, READ_COLUMNS), task.config)
+    events = _read(task.day.files, READ_COLUMNS)
+    attempts = mine_table(events, task.config)
     _store(attempts, TRAJECTORY_SCHEMA, task.dest)
     head = attempts.slice(0, PREVIEW_ROWS).to_pandas()
+    sessions = pc.count_distinct(events.column("session_id")).as_py() if events.num_rows else 0
     return MinedDay(
-        task.day.key, task.dest, attempts.num_rows, attempts.select(list(task.columns)).to_pandas(), head
+        task.day.key,
+        task.dest,
+        attempts.num_rows,
+        int(sessions),
+        attempts.select(list(task.columns)).to_pandas(),
+        head,
     )
 
 
@@ -148,15 +160,19 @@ def _cut(task: _CutTask) -> DayPoints:
     attempts = _read(task.day.attempt_files)
     events = _read(task.day.files, (*EVENT_READ_COLUMNS, *ORDER_COLUMNS))
     points = decision_points_table(events, attempts, task.config)
-    kept, set_aside = learnable_table(points)
+    reasons = set_aside_table(points)
+    kept = points.filter(pa.array(reasons == ""))
     _store(kept, DECISION_SCHEMA, task.dest)
+    by_tool, examples = _set_aside_details(points, reasons.tolist())
     included = pc.is_in(attempts.column("tier"), pa.array(task.config.included_tiers, pa.string()))
     return DayPoints(
         key=task.day.key,
         path=task.dest,
         rows=kept.num_rows,
         extracted=points.num_rows,
-        set_aside=set_aside,
+        set_aside={reason: int((reasons == reason).sum()) for reason in SET_ASIDE_REASONS},
+        set_aside_by_tool=by_tool,
+        set_aside_examples=examples,
         included_attempts=_count(included),
         by_tool=dict(Counter(kept.column("target_name").to_pylist())),
         by_action_class=dict(Counter(kept.column("action_class").to_pylist())),
@@ -165,6 +181,21 @@ def _cut(task: _CutTask) -> DayPoints:
         history_dropped=_count(kept.column("history_dropped")),
         preview=kept.select(PREVIEW_COLUMNS).slice(0, PREVIEW_ROWS).to_pandas(),
     )
+
+
+def _set_aside_details(
+    points: pa.Table, reasons: Sequence[str]
+) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], tuple[str, ...]]]:
+    """Set-aside points counted by (reason, target tool), and the first decision ids of each."""
+    counts: Counter[tuple[str, str]] = Counter()
+    ids: dict[tuple[str, str], list[str]] = {}
+    names, decision_ids = points.column("target_name").to_pylist(), points.column("decision_id").to_pylist()
+    for reason, name, decision in zip(reasons, names, decision_ids, strict=True):
+        if reason:
+            counts[(reason, name)] += 1
+            ids.setdefault((reason, name), []).append(decision)
+    examples = {key: tuple(sorted(found)[:SET_ASIDE_EXAMPLES]) for key, found in ids.items()}
+    return dict(counts), examples
 
 
 def _count(values: pa.ChunkedArray | pa.Array) -> int:

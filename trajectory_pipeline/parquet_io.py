@@ -12,10 +12,14 @@ into a file in fixed-size batches, so memory does not grow with the data.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
+import hashlib
 import os
 import secrets
 import shutil
+import socket
+import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -44,6 +48,24 @@ def ensure_private_dir(path: Path) -> Path:
     if path.is_dir() and (path.stat().st_mode & 0o777) != DIR_MODE:
         os.chmod(path, DIR_MODE)
     return path
+
+
+def make_private_tree(root: Path) -> Path:
+    """Make `root` and every folder under it 0700 and every file 0600: for folders that other code
+    (mlx-lm, matplotlib) writes into with the umask's modes. Links are left alone, not followed."""
+    if root.is_symlink() or not root.is_dir():
+        return root
+    os.chmod(root, DIR_MODE)
+    for folder, dirs, files in os.walk(root):
+        for name in dirs:
+            path = os.path.join(folder, name)
+            if not os.path.islink(path):
+                os.chmod(path, DIR_MODE)
+        for name in files:
+            path = os.path.join(folder, name)
+            if not os.path.islink(path):
+                os.chmod(path, FILE_MODE)
+    return root
 
 
 def temporary_sibling(dest: Path) -> Path:
@@ -110,17 +132,120 @@ def write_bytes_atomic(dest: Path, body: bytes) -> None:
         tmp.unlink(missing_ok=True)
 
 
+# --- Whole folders: written beside the old one, then swapped in. ---
+
+_RENAME_EXCHANGE = 2  # renameat2's flag (Linux 3.15+, glibc 2.28+)
+_AT_FDCWD = -100
+
+
 @contextlib.contextmanager
-def spool_dir(prefix: str) -> Iterator[Path]:
-    """A private temporary folder for a step's finished files, which `move_atomic` later empties
-    into place. If the block fails, the folder goes with what it holds: those files hold
-    transcripts too."""
-    path = Path(tempfile.mkdtemp(prefix=prefix))
+def staged_dir(dest: Path) -> Iterator[Path]:
+    """A private folder beside `dest` to write a whole new version of it into; when the block ends
+    it replaces `dest` in one step (`swap_dir`). If the block fails, the staged files go and `dest`
+    is left as it was. Stale staged or replaced folders of dead writers are removed first.
+
+        with staged_dir(Path("data/mlx/window")) as folder:
+            (folder / "train.jsonl").write_text(...)   # then valid, test, manifest
+    """
+    ensure_private_dir(dest.parent)
+    sweep_stale_dirs(dest)
+    staging = dest.with_name(f".{dest.name}.new-{os.getpid()}-{secrets.token_hex(4)}")
+    ensure_private_dir(staging)
+    try:
+        yield staging
+        swap_dir(staging, dest)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def swap_dir(staging: Path, dest: Path) -> None:
+    """Put the folder `staging` in place of `dest`: a reader sees the old folder or the new one,
+    never a mix of their files. On Linux the two are exchanged atomically (renameat2
+    RENAME_EXCHANGE) and the old one removed; elsewhere the old one is renamed aside first, so a
+    kill between the two renames leaves no folder at `dest` (and the old one aside, swept by the
+    next write) rather than a mixed one."""
+    if not dest.exists():
+        os.replace(staging, dest)
+        return
+    if _exchange(staging, dest):
+        shutil.rmtree(staging, ignore_errors=True)  # now the old version
+        return
+    aside = dest.with_name(f".{dest.name}.old-{os.getpid()}-{secrets.token_hex(4)}")
+    os.replace(dest, aside)
+    os.replace(staging, dest)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically where the system can (Linux); False where it cannot."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    result = renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
+    if result == 0:
+        return True
+    error = ctypes.get_errno()
+    if error in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):  # a filesystem or kernel without it
+        return False
+    raise OSError(error, os.strerror(error), str(b))
+
+
+def sweep_stale_dirs(dest: Path) -> list[Path]:
+    """Remove the staged (`.name.new-*`) and set-aside (`.name.old-*`) folders that killed writers
+    left beside `dest`; returns them."""
+    removed = []
+    for kind in ("new", "old"):
+        for folder in dest.parent.glob(f".{dest.name}.{kind}-*"):
+            pid = folder.name.rsplit(f".{kind}-", 1)[1].split("-", 1)[0]
+            if pid.isdigit() and not _alive(int(pid)) and folder.is_dir():
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(folder)
+    return removed
+
+
+SPOOL_DIR = ".spool"  # beside the tables in the data directory, so a move into place is a rename
+_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
+@contextlib.contextmanager
+def spool_dir(root: Path, prefix: str) -> Iterator[Path]:
+    """A private folder under `root` (the data directory's `.spool/`) for a step's finished files,
+    which `move_atomic` later empties into place. If the block fails, the folder goes with what it
+    holds: those files hold transcripts too.
+
+    A process killed meanwhile (SIGKILL, the OOM killer) cannot clean up, so each folder is named
+    by its host and process id, and every new spool first removes this host's folders whose
+    process is gone (`sweep_stale_spools`). Inside the data directory, `make clean` removes them
+    too, and the final move is a rename on the same filesystem rather than a copy.
+    """
+    ensure_private_dir(root)
+    sweep_stale_spools(root)
+    path = Path(tempfile.mkdtemp(prefix=f"{prefix}{_HOST}-{os.getpid()}-", dir=root))
+    os.chmod(path, DIR_MODE)
     try:
         yield path
     except BaseException:
         shutil.rmtree(path, ignore_errors=True)
         raise
+
+
+def sweep_stale_spools(root: Path) -> list[Path]:
+    """Remove the spool folders under `root` that this host's dead processes left; returns them.
+    Folders of other hosts (a data directory on a shared mount) are left to their own hosts."""
+    removed = []
+    for folder in root.iterdir() if root.is_dir() else ():
+        parts = folder.name.rsplit("-", 2)  # <prefix><host>-<pid>-<mkdtemp's suffix, no dash>
+        if len(parts) != 3 or not parts[0].endswith(_HOST) or not parts[1].isdigit():
+            continue
+        if folder.is_dir() and not _alive(int(parts[1])):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
 
 
 def move_atomic(src: Path, dest: Path) -> None:

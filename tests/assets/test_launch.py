@@ -66,3 +66,42 @@ def test_a_day_before_the_start_is_one_line(tmp_path: Path) -> None:
     result = _run(tmp_path, "--select", "raw_sessions", "--partition", "2024-06-01")
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and "TRAJECTORY_START_DATE" in result.stderr
+
+
+def test_a_config_file_is_the_run_config(tmp_path: Path) -> None:
+    from assets.launch import LaunchError, load_run_config
+
+    config = tmp_path / "run.yaml"
+    config.write_text("ops:\n  decision_points:\n    config:\n      max_incomplete_share: 0.5\n")
+    assert load_run_config(str(config)) == {
+        "ops": {"decision_points": {"config": {"max_incomplete_share": 0.5}}}
+    }
+    assert load_run_config(None) == {}
+    config.write_text("- a list\n")
+    with pytest.raises(LaunchError, match="a run config is a mapping"):
+        load_run_config(str(config))
+    with pytest.raises(LaunchError, match=r"--config .*missing\.yaml"):
+        load_run_config(str(tmp_path / "missing.yaml"))
+
+
+@pytest.mark.slow
+def test_the_config_reaches_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "run.yaml"
+    config.write_text("ops:\n  mined_trajectories:\n    config:\n      min_kept_attempts: 7\n")
+    result = _run(
+        tmp_path,
+        "--select",
+        "raw_sessions,raw_sessions_quarantine,mined_trajectories",
+        "--partition",
+        "2026-11-20",
+        "--config",
+        str(config),
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    import dagster as dg
+
+    # The instance as the command left it (its dagster.yaml links the repository's: only read it).
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    with dg.DagsterInstance.from_config(str(tmp_path / "home")) as instance:
+        [run] = instance.get_runs()
+        assert run.run_config["ops"]["mined_trajectories"]["config"]["min_kept_attempts"] == 7

@@ -151,26 +151,98 @@ def test_a_failing_audit_names_the_numbers() -> None:
             "repeated_inspections_after_guard": [1, 0],
         }
     )
-    results = {r.check_name: r for r in audits(attempts, MinedTrajectoriesConfig(min_kept_attempts=2))}
-    assert not results["guard_recoveries"].passed  # a denial, and nothing recovered from it
+    verdicts = audits([(DAY, 2, attempts)], MinedTrajectoriesConfig(min_kept_attempts=2))
+    results = {check: found for check, (found,) in verdicts.items()}
     assert not results["kept_attempts"].passed
-    assert results["kept_attempts"].metadata["kept"].value == 1
-    assert results["kept_attempts"].metadata["minimum"].value == 2
+    assert results["kept_attempts"].metadata["kept"] == 1
+    assert results["kept_attempts"].metadata["minimum"] == 2
     assert not results["no_repeated_inspection_after_guard"].passed
     assert results["no_repeated_inspection_after_guard"].metadata["attempt_ids"].value == ["a"]
+    assert results["no_repeated_inspection_after_guard"].description == (
+        f"{DAY}: 1 kept attempts repeat an inspection after a guard denial (e.g. a)"
+    )
 
 
-def test_failing_decision_audits_name_the_numbers() -> None:
+def test_guard_recoveries_is_judged_over_the_run() -> None:
+    """A day may have denials and no recovery; the warning asks whether the run holds any."""
+    from assets.mined_trajectories import MinedTrajectoriesConfig, guard_recoveries
+
+    def day(denials: int, recoveries: int) -> pd.DataFrame:
+        return pd.DataFrame({"guard_denials": [denials], "guard_recoveries": [recoveries]})
+
+    config = MinedTrajectoriesConfig()
+    result = guard_recoveries([("2026-11-20", 1, day(2, 0)), ("2026-11-21", 1, day(1, 1))], config)
+    assert result.passed and result.severity == dg.AssetCheckSeverity.WARN
+    assert result.metadata["by_day"].value["2026-11-20"] == {"denials": 2, "recoveries": 0}
+    assert not guard_recoveries([("2026-11-20", 1, day(2, 0))], config).passed  # a denial, no recovery
+    assert guard_recoveries([("2026-11-20", 1, day(0, 0))], config).passed  # nothing to recover from
+
+
+def test_kept_attempts_fails_a_day_with_sessions_but_no_attempt_and_passes_a_day_without_sessions() -> None:
+    from assets.mined_trajectories import AUDITED_COLUMNS, MinedTrajectoriesConfig, audits
+
+    none = pd.DataFrame({name: pd.Series(dtype=object) for name in AUDITED_COLUMNS})
+    verdicts = audits([("2026-11-20", 3, none), ("2026-11-21", 0, none)], MinedTrajectoriesConfig())
+    busy, quiet = verdicts["kept_attempts"]
+    assert (busy.day, busy.passed) == ("2026-11-20", False)
+    assert busy.description == "2026-11-20: 0 gold + silver attempts of 0 from 3 sessions, fewer than 1"
+    assert (quiet.day, quiet.passed) == ("2026-11-21", True)
+
+
+def day_points(key: str, extracted: int, aside: dict[tuple[str, str], list[str]], rows: int = 0) -> Any:
     from collections import Counter
 
+    from trajectory_pipeline.day_stages import DayPoints
+    from trajectory_pipeline.decisions.points import SET_ASIDE_REASONS
+
+    counts = Counter({group: len(ids) for group, ids in aside.items()})
+    by_reason = Counter[str]()
+    for (reason, _), count in counts.items():
+        by_reason[reason] += count
+    return DayPoints(
+        key=key,
+        path=Path("unused"),
+        rows=rows,
+        extracted=extracted,
+        set_aside={reason: by_reason[reason] for reason in SET_ASIDE_REASONS},
+        set_aside_by_tool=dict(counts),
+        set_aside_examples={group: tuple(sorted(ids)[:3]) for group, ids in aside.items()},
+        included_attempts=2,
+        by_tool={},
+        by_action_class={},
+        decisive=0,
+        after_guard=0,
+        history_dropped=0,
+        preview=pd.DataFrame(),
+    )
+
+
+def test_failing_decision_audits_name_the_day_tool_count_and_examples() -> None:
     from assets.decision_points import DecisionPointsConfig, audits
 
-    aside = Counter({"missing_required_arguments": 3})
-    results = {r.check_name: r for r in audits(0, 10, aside, 2, DecisionPointsConfig())}
-    assert not results["enough_decision_points"].passed
-    assert results["enough_decision_points"].metadata["kept_attempts"].value == 2
-    assert not results["targets_have_required_arguments"].passed
-    assert results["targets_have_required_arguments"].metadata["share"].value == 0.3
+    bad = day_points(
+        "2026-11-14",
+        78,
+        {
+            ("missing_required_arguments", "run_shell"): [f"d{n:02}" for n in range(38)],
+            ("unparseable_arguments", "mcp__search"): ["u1", "u2"],
+        },
+    )
+    clean = day_points("2026-11-15", 50, {("missing_required_arguments", "read_file"): ["r1"]}, rows=49)
+    verdicts = audits([bad, clean], DecisionPointsConfig())
+    enough_bad, enough_clean = verdicts["enough_decision_points"]
+    assert not enough_bad.passed and enough_bad.metadata["kept_attempts"] == 2
+    assert enough_clean.passed
+    bad_args, clean_args = verdicts["targets_have_required_arguments"]
+    # Judged per day: 40 of 78 (51 %) on the bad day; 1 of 50 (2 %) on the clean one passes.
+    assert not bad_args.passed and bad_args.metadata["share"] == 0.5128
+    assert bad_args.metadata["unparseable_arguments"] == 2
+    assert bad_args.description == (
+        "2026-11-14: 40 of 78 targets (51%) lack usable arguments, more than the 5% allowed: "
+        "run_shell: 38 missing_required_arguments (e.g. d00, d01, d02); "
+        "mcp__search: 2 unparseable_arguments (e.g. u1, u2)"
+    )
+    assert clean_args.passed and clean_args.metadata["share"] == 0.02
 
 
 def test_a_bad_decision_config_is_a_clear_failure(warehouse: Path) -> None:
@@ -201,3 +273,21 @@ def test_rendered_splits_can_write_the_mlx_data_directory(warehouse: Path, tmp_p
     assert list(manifest.partitions) == [DAY] and manifest.config["seed"] == 3
     metadata = result.asset_materializations_for_node("rendered_splits")[0].metadata
     assert metadata["dataset_hash"].value == manifest.dataset_hash
+
+
+def test_a_day_without_sessions_logs_one_line_per_stage(tmp_path: Path) -> None:
+    """raw_sessions always said what a day held; mining and cutting said nothing on an empty day."""
+    off = SessionSources(**{f"{source}_root": "" for source in FORMATS})
+    instance = dg.DagsterInstance.ephemeral()
+    result = dg.materialize(
+        ASSETS,
+        partition_key="2026-11-19",
+        instance=instance,
+        resources={"io_manager": ParquetIOManager(base_dir=str(tmp_path)), "session_sources": off},
+    )
+    assert result.success
+    lines = [entry.user_message for entry in instance.all_logs(result.run_id) if entry.user_message]
+    assert "2026-11-19: 0 attempts from 0 sessions, 0 kept (gold + silver)" in lines
+    assert "2026-11-19: 0 decision points from 0 kept attempts; 0 set aside" in lines
+    checks = {(e.check_name, e.partition): e.passed for e in result.get_asset_check_evaluations()}
+    assert checks[("kept_attempts", "2026-11-19")] and checks[("enough_decision_points", "2026-11-19")]

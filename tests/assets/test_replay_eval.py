@@ -5,6 +5,8 @@ IO manager and a SQLite registry; the results of both models are read back, the 
 the registry, the check and the report; a second adapter is then evaluated against the promoted one.
 """
 
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +33,11 @@ def evaluated(
     root = tmp_path_factory.mktemp("replay")
     ingest_sample_window(root, sessions_per_day=6, seed=11)
     instance = dg.DagsterInstance.ephemeral()
-    return root, _train_and_evaluate(root, instance, min_cases=1000), instance
+    umask = os.umask(0o022)  # the usual one: files 0644, folders 0755 unless the code says otherwise
+    try:
+        return root, _train_and_evaluate(root, instance, min_cases=1000), instance
+    finally:
+        os.umask(umask)
 
 
 @pytest.mark.slow
@@ -71,6 +77,26 @@ def test_the_decision_reaches_the_registry_the_check_and_the_report(
     report = Path(metadata["report_path"].value)
     assert "# Replay eval: candidate rejected" in report.read_text()
     assert (report.parent / "pass_rate.png").stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.slow
+def test_every_artifact_is_private(
+    evaluated: tuple[Path, dg.ExecuteInProcessResult, dg.DagsterInstance],
+) -> None:
+    """Weights and the model card were 0644 in a 0755 folder: mlx-lm and matplotlib write with the
+    umask's modes. Every file under the artifacts folder is 0600, every folder 0700."""
+    root, _, _ = evaluated
+    artifacts = root / "artifacts"
+    files = [path for path in artifacts.rglob("*") if path.is_file()]
+    names = {path.name for path in files}
+    assert {"adapters.safetensors", "adapter_config.json", "README.md", "report.md", "pass_rate.png"} <= names
+    assert {str(p.relative_to(artifacts)): oct(stat.S_IMODE(p.stat().st_mode)) for p in files} == {
+        str(p.relative_to(artifacts)): "0o600" for p in files
+    }
+    folders = [artifacts, *(path for path in artifacts.rglob("*") if path.is_dir())]
+    assert {str(p): oct(stat.S_IMODE(p.stat().st_mode)) for p in folders} == {
+        str(p): "0o700" for p in folders
+    }
 
 
 @pytest.mark.slow

@@ -332,3 +332,122 @@ def test_mlx_lm_loads_the_written_directory(tmp_path: Path, fmt: str, pad: bool)
         assert 0 < offset < len(tokens)  # the prompt is masked, the target call is trained on
         assert all(isinstance(token, int) for token in tokens)
         assert set(tokens[offset:]) - {tokenizer.unk_token_id}
+
+
+# ---- a rewrite replaces the whole directory or nothing ----------------------------------------
+
+REWRITE_CHILD = """
+import sys, time
+from pathlib import Path
+import pandas as pd
+from trajectory_pipeline.dataset import mlx_data
+rows, out_dir, ready = sys.argv[1:4]
+real = mlx_data.write_bytes_atomic
+
+def hang_at_test(dest, body):
+    if dest.name == "test.jsonl":  # train.jsonl and valid.jsonl of the new version are written
+        Path(ready).write_text(str(dest.parent))
+        time.sleep(600)
+    real(dest, body)
+
+mlx_data.write_bytes_atomic = hang_at_test
+mlx_data.write_mlx_dataset(pd.read_parquet(rows), Path(out_dir), batch_size=2)
+"""
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
+
+
+def test_a_rewrite_killed_halfway_leaves_the_previous_directory_whole(tmp_path: Path) -> None:
+    """The files used to be replaced one by one in place: a kill left a new train.jsonl beside an old
+    test.jsonl (and no manifest). Now the new version is written beside it and swapped in."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import REPO_ROOT
+
+    out_dir = tmp_path / "mlx"
+    old = write_mlx_dataset(_rows((4, 2, 2)), out_dir, batch_size=2)
+    before = _files(out_dir)
+    new_rows = tmp_path / "new.parquet"
+    _rows((6, 3, 3)).to_parquet(new_rows)
+    ready = tmp_path / "ready"
+    child = subprocess.Popen(
+        [sys.executable, "-c", REWRITE_CHILD, str(new_rows), str(out_dir), str(ready)],
+        cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not ready.exists():
+            assert child.poll() is None, "the child ended before it wrote test.jsonl"
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    staging = Path(ready.read_text())
+    assert staging.parent == out_dir.parent and staging.name.startswith(".mlx.new-")
+    assert (staging / "train.jsonl").exists()  # the new version had begun
+    assert _files(out_dir) == before
+    assert read_manifest(out_dir).dataset_hash == old.dataset_hash  # every file matches its manifest
+
+    again = write_mlx_dataset(pd.read_parquet(new_rows), out_dir, batch_size=2)
+    assert read_manifest(out_dir).counts == again.counts == {"train": 6, "valid": 3, "test": 3}
+    assert not staging.exists(), "the next write did not sweep the killed writer's folder"
+    assert sorted(path.name for path in out_dir.parent.iterdir()) == ["mlx", "new.parquet", "ready"]
+
+
+def test_a_rewrite_that_fails_leaves_the_previous_directory_and_no_leftovers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trajectory_pipeline.dataset import mlx_data
+
+    out_dir = tmp_path / "mlx"
+    write_mlx_dataset(_rows((4, 2, 2)), out_dir, batch_size=2)
+    before = _files(out_dir)
+    real = mlx_data.write_bytes_atomic
+
+    def full_disk(dest: Path, body: bytes) -> None:
+        if dest.name == "valid.jsonl":
+            raise OSError(28, "No space left on device")
+        real(dest, body)
+
+    monkeypatch.setattr(mlx_data, "write_bytes_atomic", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        write_mlx_dataset(_rows((6, 3, 3)), out_dir, batch_size=2)
+    assert _files(out_dir) == before
+    assert [path.name for path in tmp_path.iterdir()] == ["mlx"]
+
+
+@pytest.mark.parametrize("exchange", [True, False], ids=["renameat2-exchange", "two-renames"])
+def test_the_new_directory_replaces_the_old_one_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exchange: bool
+) -> None:
+    from trajectory_pipeline import parquet_io
+
+    if not exchange:
+        monkeypatch.setattr(parquet_io, "_exchange", lambda a, b: False)
+    elif not sys_is_linux():
+        pytest.skip("renameat2 is Linux's")
+    out_dir = tmp_path / "mlx"
+    write_mlx_dataset(_rows((4, 2, 2)), out_dir, batch_size=2)
+    (out_dir / "stray.txt").write_text("a file of the old version only")
+    manifest = write_mlx_dataset(_rows((6, 3, 3)), out_dir, batch_size=2)
+    assert sorted(_files(out_dir)) == ["manifest.json", "test.jsonl", "train.jsonl", "valid.jsonl"]
+    assert read_manifest(out_dir).dataset_hash == manifest.dataset_hash
+    assert stat.S_IMODE(out_dir.stat().st_mode) == 0o700
+    assert [path.name for path in tmp_path.iterdir()] == ["mlx"]
+
+
+def sys_is_linux() -> bool:
+    import sys
+
+    return sys.platform.startswith("linux")

@@ -24,6 +24,7 @@ from trajectory_pipeline.decisions.points import (
     DECISION_SCHEMA,
     TIERS,
     DecisionConfig,
+    arguments_unparseable,
     build_history,
     cap_result,
     decision_points_table,
@@ -476,6 +477,7 @@ def test_rows_copy_the_attempt_and_the_target_call(stub_mining) -> None:
         "target_source_arguments": '{"raw":{"file_path":"fees.py","tag":"C"}}',
         "target_known": True,
         "missing_required": ["old_string", "new_string"],
+        "arguments_unparseable": False,  # "raw" holds an object here, not text that failed to parse
         "action_class": "inspect",
         "decisive": False,
         "first_action": False,
@@ -615,6 +617,45 @@ def test_no_accepted_attempt_gives_an_empty_frame_with_the_schema() -> None:
     t = four_turns()
     rows = extract_decision_points(t.events(), pd.DataFrame([t.attempt(tier="reject")]))
     assert rows.empty and list(rows.columns) == DECISION_SCHEMA.names
+
+
+@pytest.mark.parametrize(
+    ("arguments", "unparseable"),
+    [
+        ({"raw": "ls -la |"}, True),
+        ({"raw": "{not json"}, True),
+        ({"raw": {"file_path": "a.py"}}, False),  # an object under "raw": parsed
+        ({"raw": "x", "path": "a.py"}, False),  # a tool's own argument named raw
+        ({}, False),
+        ({"command": "ls"}, False),
+    ],
+)
+def test_unparseable_arguments_are_the_raw_text_wrapper_alone(arguments: dict, unparseable: bool) -> None:
+    assert arguments_unparseable(arguments) is unparseable
+
+
+def test_unparseable_arguments_are_set_aside_whatever_the_tool_counted_by_reason(tmp_path: Path) -> None:
+    """A call whose arguments were not JSON becomes `{"raw": text}`; an unknown tool's used to be
+    kept (72 on one day of a real corpus), a canonical tool's counted as missing arguments."""
+    events, attempts = sample_day(tmp_path)
+    ordered = order_session_events(events)  # rows in any order give the same decision points
+    gold = attempts[attempts["tier"] == "gold"].iloc[0]
+    in_gold = ordered[
+        (ordered["session_id"] == gold["session_id"])
+        & ordered["ordinal"].between(gold["first_ordinal"], gold["last_ordinal"])
+        & (ordered["kind"] == "tool_call")
+    ]
+    unknown, known = in_gold.index[0], in_gold.index[1]
+    events = ordered.drop(columns="ordinal")
+    events.loc[unknown, ["tool_name", "tool_input"]] = ["mcp__browser_click", '{"raw":"click #submit ("}']
+    events.loc[known, "tool_input"] = '{"raw":"{\\"file_path\\": "}'
+    points = extract_decision_points(events, attempts)
+    flagged = points[points["arguments_unparseable"]]
+    assert len(flagged) == 2 and "mcp__browser_click" in set(flagged["target_name"])
+    kept, set_aside = learnable(points)
+    assert set_aside["unparseable_arguments"] == 2
+    assert not kept["arguments_unparseable"].any()
+    assert list(set_aside) == ["refused_by_guard", "unparseable_arguments", "missing_required_arguments"]
 
 
 # ---- the real chain on a sample-corpus day ----------------------------------------------------

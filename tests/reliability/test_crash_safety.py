@@ -11,8 +11,10 @@ from __future__ import annotations
 import datetime as dt
 import os
 import signal
+import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -127,4 +129,71 @@ def test_a_killed_write_leaves_no_partial_parquet_and_a_rerun_matches(
     assert not temporary.exists(), "the re-run did not sweep the killed writer's temporary file"
     leftovers = [p for p in warehouse.rglob(".*") if p.is_file()]
     assert leftovers == []
+    assert warehouse_hashes(warehouse) == expected
+
+
+# Run in the child: the IO manager's move of a spooled file into the warehouse says so and hangs,
+# so the step is killed with every day of raw_sessions finished in its spool folder.
+SPOOL_CHILD = """
+import sys, time
+from pathlib import Path
+import resources.parquet_io_manager as io
+corpus, warehouse, ready = sys.argv[1:4]
+
+def hang(src, dest):
+    Path(ready).write_text(str(src.parent))
+    time.sleep(600)
+
+io.move_atomic = hang
+from tests.reliability.test_guarantees import materialize_daily
+materialize_daily(Path(corpus), Path(warehouse))
+"""
+
+
+def test_a_run_killed_with_its_events_spooled_leaves_them_in_the_data_dir_and_the_next_run_removes_them(
+    uninterrupted: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """raw_sessions spools every day of its range before the IO manager moves them into place: a kill
+    then used to leave a full copy of the run's events in the system's temporary folder, which no rerun
+    and no `make clean` removed."""
+    corpus, expected = uninterrupted
+    warehouse, ready = tmp_path / "warehouse", tmp_path / "ready"
+    temporary = Path(tempfile.gettempdir())
+    before = {path.name for path in temporary.iterdir()}
+    child = subprocess.Popen(
+        [sys.executable, "-c", SPOOL_CHILD, str(corpus), str(warehouse), str(ready)],
+        cwd=REPO_ROOT,
+        env={**os.environ, "DAGSTER_HOME": str(tmp_path)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while not ready.exists():
+            assert child.poll() is None, "the child ended before it moved a spooled file"
+            assert time.monotonic() < deadline, "the child never reached the move"
+            time.sleep(0.1)
+        os.kill(child.pid, signal.SIGKILL)
+        assert child.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+    spool = Path(ready.read_text())
+    # The leftover is inside the data directory (so `make clean` takes it), private, and whole.
+    assert spool.parent == warehouse / ".spool"
+    assert stat.S_IMODE(spool.stat().st_mode) == 0o700 and stat.S_IMODE(spool.parent.stat().st_mode) == 0o700
+    assert sorted(path.name for path in spool.glob("events-*.parquet")) == [
+        "events-2026-11-21.parquet",
+        "events-2026-11-22.parquet",
+    ]
+    assert not [
+        name for name in {p.name for p in temporary.iterdir()} - before if name.startswith("trajectory-")
+    ]
+
+    materialize_daily(corpus, warehouse)  # the next run, in this (another) process
+
+    assert not spool.exists(), "the next run did not remove the killed run's spool"
+    assert list((warehouse / ".spool").iterdir()) == []
     assert warehouse_hashes(warehouse) == expected

@@ -137,6 +137,36 @@ def test_every_stored_file_is_0600_and_every_folder_0700(
     assert loose == []
 
 
+def _open_folder(path: Path) -> Path:
+    path.mkdir()
+    os.chmod(path, 0o755)  # as Dagster, or a `mkdir` under the usual umask, leaves it
+    return path
+
+
+def test_make_repairs_an_open_instance_folder(tmp_path: Path) -> None:
+    """`mkdir -m 700` only applied when make created the folder; one Dagster made first stayed 0755."""
+    home = _open_folder(tmp_path / "home")
+    subprocess.run(["make", "-s", "instance", f"DAGSTER_HOME={home}"], cwd=REPO_ROOT, check=True)
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    assert (home / "dagster.yaml").resolve() == REPO_ROOT / "dagster.yaml"
+    assert "instance" in re.search(r"^install:(.*)$", (REPO_ROOT / "Makefile").read_text(), re.MULTILINE)[1]
+
+
+def test_a_dagster_command_run_by_hand_gets_a_private_instance_folder(tmp_path: Path) -> None:
+    """`dagster dev` (or any command that loads the definitions) started without make."""
+    home = _open_folder(tmp_path / "home")
+    dagster = Path(sys.executable).with_name("dagster")
+    subprocess.run(
+        [str(dagster), "definitions", "validate", "-m", "assets.definitions"],
+        cwd=REPO_ROOT,
+        env={**os.environ, "DAGSTER_HOME": str(home)},
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+
+
 def test_make_ui_binds_loopback() -> None:
     recipe = re.search(r"^ui:.*\n((?:\t.*\n)+)", (REPO_ROOT / "Makefile").read_text(), re.MULTILINE)
     assert recipe is not None, "the Makefile has no ui target"

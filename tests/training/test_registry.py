@@ -226,6 +226,7 @@ def test_registering_marks_failed_and_reraises_when_training_raises(registry: Ad
     with pytest.raises(RuntimeError, match="out of memory"), registry.registering(_record("a1")):
         raise RuntimeError("out of memory")
     assert registry.get("a1").status == "failed"
+    assert registry.get("a1").failure_reason == "RuntimeError: out of memory"
     with pytest.raises(KeyboardInterrupt), registry.registering(_record("a2")):
         raise KeyboardInterrupt
     assert registry.get("a2").status == "failed"
@@ -324,7 +325,7 @@ def test_a_version_1_database_is_upgraded_in_place_and_keeps_its_rows(db_path: P
         columns = {c["name"] for c in sa.inspect(conn).get_columns("adapters")}
         version = conn.execute(sa.text("SELECT version FROM registry_schema_version")).scalar_one()
     engine.dispose()
-    assert {"best_iteration", "parent_adapter_id", "promoted_at"} <= columns
+    assert {"best_iteration", "parent_adapter_id", "promoted_at", "run_id", "failure_reason"} <= columns
     assert version == SCHEMA_VERSION
 
     registry.register(_record("v2-adapter", parent_adapter_id="v1-adapter"))

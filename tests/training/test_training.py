@@ -330,3 +330,100 @@ def test_a_bad_base_model_says_what_a_model_directory_holds(
 def test_train_config_rejects_bad_values(changes: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         TrainConfig(**changes)
+
+
+# ---- a loss that is not a number --------------------------------------------------------------
+
+
+def _long_record(n: int) -> str:
+    """A record whose prompt alone is longer than NAN_CONFIG.max_seq_length tokens: truncation cuts its
+    whole target, so with mask_prompt its loss is 0 target tokens / 0 = NaN."""
+    record = json.loads(_record(n))
+    record["messages"][1]["content"] += " Here is the whole log:" + " fix src/module_1.py test" * 120
+    return json.dumps(record, sort_keys=True, separators=(",", ":"))
+
+
+def _nan_data(out_dir: Path, long_train: int, long_valid: int = 0) -> Path:
+    """12 short train examples (plus `long_train` long ones), 4 valid (`long_valid` of them long)."""
+    rows = []
+    for n in range(12 + long_train + 4):
+        split = "train" if n < 12 + long_train else "valid"
+        long = (split == "train" and n >= 12) or (split == "valid" and n - 12 - long_train < long_valid)
+        rows.append(
+            {
+                "decision_id": hashlib.sha256(f"n{n}".encode()).hexdigest()[:16],
+                "split": split,
+                "record": _long_record(n) if long else _record(n),
+                "target_name": TOOLS[n % len(TOOLS)],
+            }
+        )
+    rows.append({**rows[-1], "decision_id": "test-row", "split": "test"})
+    write_mlx_dataset(pd.DataFrame(rows), out_dir, batch_size=1)
+    return out_dir
+
+
+# Batch size 1 and a cap shorter than the long records: the case seen with the default 2,048 tokens.
+NAN_CONFIG = dataclasses.replace(
+    FAST, batch_size=1, iters=40, steps_per_report=1, steps_per_eval=2, max_seq_length=256, seed=3
+)
+
+
+def test_a_nan_loss_stops_training_and_keeps_the_best_finite_checkpoint(
+    base_model: Path, tmp_path: Path
+) -> None:
+    import math
+
+    import mlx.core as mx
+
+    data = _nan_data(tmp_path / "data", long_train=2)
+    result = train_adapter(base_model, data, tmp_path / "adapter", NAN_CONFIG)
+
+    train_rows = [row for row in result.losses if row["kind"] == "train"]
+    assert math.isnan(train_rows[-1]["train_loss"])
+    assert all(math.isfinite(row["train_loss"]) for row in train_rows[:-1])
+    stopped = train_rows[-1]["iteration"]
+    assert result.stopped_early and result.iterations == stopped < NAN_CONFIG.iters
+    assert result.chosen == "best" and result.best_iteration is not None and result.best_iteration < stopped
+    assert result.best_val_loss is not None and math.isfinite(result.best_val_loss)
+    assert result.last_val_loss is not None and math.isfinite(result.last_val_loss)
+    weights = mx.load(str(result.adapter_dir / "adapters.safetensors"))
+    best = mx.load(str(result.adapter_dir / "adapters.best.safetensors"))
+    assert all(bool(mx.isfinite(w).all()) for w in weights.values())
+    assert all(bool(mx.array_equal(weights[k], best[k])) for k in best)
+    assert result.stop_reason == (
+        f"training stopped at iteration {stopped}: the train loss is nan (not a finite number). "
+        f"Kept the best finite checkpoint, iteration {result.best_iteration} "
+        f"(validation loss {result.best_val_loss:.4g}), as adapters.safetensors. Likely cause: 2 of the "
+        "first 14 train examples have a prompt of max_seq_length (256) tokens or more, so truncation "
+        "leaves no target token to learn and their loss is 0/0 (with batch_size 1, a batch of one such "
+        "example): raise max_seq_length, or lower rendered_splits' max_length (measured with "
+        "tokenizer_path) so records fit."
+    )
+
+
+def test_a_nan_loss_before_any_finite_checkpoint_is_an_error_that_says_why(
+    base_model: Path, tmp_path: Path
+) -> None:
+    from trajectory_pipeline.training.trainer import NonFiniteLossError
+
+    data = _nan_data(tmp_path / "data", long_train=0, long_valid=4)
+    with pytest.raises(NonFiniteLossError) as raised:
+        train_adapter(base_model, data, tmp_path / "adapter", NAN_CONFIG)
+    assert str(raised.value).startswith(
+        "training stopped at iteration 0: the validation loss is nan (not a finite number). "
+        "No finite checkpoint was kept (the first validation already failed). Likely cause: 4 of the "
+        "first 4 valid examples have a prompt of max_seq_length (256) tokens or more"
+    )
+
+
+def test_the_loss_chart_and_table_take_a_loss_that_is_not_a_number() -> None:
+    from trajectory_pipeline.training.adapters import loss_chart, loss_table
+
+    rows: list[dict[str, object]] = [
+        {"iteration": 0, "val_loss": 3.5},
+        {"iteration": 1, "train_loss": 2.0},
+        {"iteration": 2, "train_loss": float("nan")},
+    ]
+    chart = loss_chart(rows)
+    assert "3.500 |" in chart and "2.000 |" in chart
+    assert "| 2 | nan |" in loss_table(rows)

@@ -16,9 +16,10 @@ What is written:
   `dataset_hash` (the sha256 of the three files' hex digests concatenated in train, valid, test
   order), the batch size checked, the config and the partitions covered. No timestamps, no paths:
   the directory can be moved and rebuilt byte for byte.
-Files are 0600 and folders 0700; each file is written under a temporary name and renamed into place
-(see `parquet_io`). An old manifest is removed first and the new one written last, so a manifest on
-disk always describes the data files beside it.
+Files are 0600 and folders 0700. The whole directory is written into a new folder beside it and
+swapped in when complete (`parquet_io.staged_dir`: an atomic exchange on Linux), so a reader, or a
+run killed halfway, never sees a new train.jsonl beside an old test.jsonl, and the manifest on disk
+always describes the data files beside it.
 
 mlx-lm's trap: `mlx_lm.lora` stops with "Dataset must have at least batch_size=N examples" when
 train, valid or test (when evaluated) holds fewer than N rows, and its loader fails on an empty
@@ -43,7 +44,7 @@ from typing import Any
 
 import pandas as pd
 
-from trajectory_pipeline.parquet_io import ensure_private_dir, write_bytes_atomic
+from trajectory_pipeline.parquet_io import staged_dir, write_bytes_atomic
 
 SPLITS = ("train", "valid", "test")
 MANIFEST_NAME = "manifest.json"
@@ -101,16 +102,29 @@ def write_mlx_dataset(
     padded = _guard_sizes(records, batch_size, pad_small_splits)
     config_json = _canonical_config(config)
 
-    ensure_private_dir(out_dir)
-    # A manifest must never describe files other than the ones beside it.
-    (out_dir / MANIFEST_NAME).unlink(missing_ok=True)
+    # The whole directory is written beside the old one and swapped in at the end: a run killed
+    # halfway never leaves a new train.jsonl beside an old test.jsonl.
     sha256: dict[str, str] = {}
-    for split in SPLITS:
-        body = "".join(record + "\n" for _, _, record in records[split]).encode("utf-8")
-        sha256[split] = hashlib.sha256(body).hexdigest()
-        write_bytes_atomic(out_dir / f"{split}.jsonl", body)
+    with staged_dir(out_dir) as staging:
+        for split in SPLITS:
+            body = "".join(record + "\n" for _, _, record in records[split]).encode("utf-8")
+            sha256[split] = hashlib.sha256(body).hexdigest()
+            write_bytes_atomic(staging / f"{split}.jsonl", body)
+        manifest = _manifest(out_dir, records, sha256, padded, batch_size, config_json, partitions)
+        write_bytes_atomic(staging / MANIFEST_NAME, _manifest_bytes(manifest))
+    return manifest
 
-    manifest = DatasetManifest(
+
+def _manifest(
+    out_dir: Path,
+    records: dict[str, list[tuple[str, str, str]]],
+    sha256: dict[str, str],
+    padded: dict[str, int],
+    batch_size: int,
+    config_json: dict[str, Any],
+    partitions: Sequence[str],
+) -> DatasetManifest:
+    return DatasetManifest(
         path=out_dir,
         counts={split: len(records[split]) for split in SPLITS},
         per_tool={
@@ -123,8 +137,6 @@ def write_mlx_dataset(
         config=config_json,
         partitions=tuple(sorted(set(partitions))),
     )
-    write_bytes_atomic(out_dir / MANIFEST_NAME, _manifest_bytes(manifest))
-    return manifest
 
 
 def read_manifest(out_dir: Path) -> DatasetManifest:

@@ -81,6 +81,10 @@ PROMPT_FIELDS = frozenset({"repo", "cwd"})
 MIN_RESULT_CHARS = 100  # room for the omission marker and some text on either side of it
 UNKNOWN_REPO = "the current repository"
 UNKNOWN_CWD = "the current directory"
+RAW_ARGUMENTS = "raw"  # the key arguments that are not a JSON object are kept under
+# Why a decision point is set aside (`learnable`), in the order they are judged: each point is
+# counted under the first that applies.
+SET_ASIDE_REASONS = ("refused_by_guard", "unparseable_arguments", "missing_required_arguments")
 
 EVENT_COLUMNS = (
     "session_id",
@@ -129,6 +133,7 @@ DECISION_SCHEMA = pa.schema(
         ("target_source_arguments", pa.large_string()),
         ("target_known", pa.bool_()),
         ("missing_required", pa.list_(pa.string())),
+        ("arguments_unparseable", pa.bool_()),  # the source's arguments were not a JSON object
         ("action_class", pa.string()),
         ("decisive", pa.bool_()),
         ("first_action", pa.bool_()),
@@ -546,18 +551,32 @@ def _session_rows(view: _EventView) -> dict[str, tuple[int, int]]:
     }
 
 
-class _Targets(dict[int, tuple[CanonicalCall, str, str, tuple[str, ...]]]):
+def arguments_unparseable(source_arguments: Mapping[str, Any]) -> bool:
+    """Whether a call's arguments were text that is not a JSON object: ingestion and mining keep such
+    text as `{"raw": text}` (`parse_arguments`, `parse_tool_input`), so a sloppy call still counts as a
+    call, but its arguments can be neither learned nor scored, whatever the tool."""
+    return len(source_arguments) == 1 and isinstance(source_arguments.get(RAW_ARGUMENTS), str)
+
+
+class _Targets(dict[int, tuple[CanonicalCall, str, str, tuple[str, ...], bool]]):
     """The target columns of each call object, worked out once: mining hands out one CanonicalCall
     per distinct call, and agents repeat calls (the test command, `git status`) all day."""
 
-    def of(self, call: CanonicalCall) -> tuple[str, str, tuple[str, ...]]:
-        """Canonical JSON of the arguments and of the source's arguments, and the missing keys."""
+    def of(self, call: CanonicalCall) -> tuple[str, str, tuple[str, ...], bool]:
+        """Canonical JSON of the arguments and of the source's arguments, the missing keys, and
+        whether the arguments could not be parsed."""
         known = self.get(id(call))
         if known is None:  # the entry holds the call, so its id is not reused while this lives
             arguments = canonical_json(call.arguments)
-            known = (call, arguments, canonical_json(call.source_arguments), missing_required(call))
+            known = (
+                call,
+                arguments,
+                canonical_json(call.source_arguments),
+                missing_required(call),
+                arguments_unparseable(call.source_arguments),
+            )
             self[id(call)] = known
-        return known[1], known[2], known[3]
+        return known[1], known[2], known[3], known[4]
 
 
 def _attempt_rows(
@@ -603,7 +622,7 @@ def _attempt_rows(
                 _value(attempt["intent"]),
             )
         call = info.call
-        arguments, source_arguments, missing = targets.of(call)
+        arguments, source_arguments, missing, unparseable = targets.of(call)
         rows.append(
             (
                 decision_id(session_id, source_paths[at], seqs[at]),  # decision_id
@@ -624,6 +643,7 @@ def _attempt_rows(
                 source_arguments,  # target_source_arguments
                 call.known,  # target_known
                 missing,  # missing_required; a tuple: () leaves the row untracked by gc
+                unparseable,  # arguments_unparseable
                 info.action_class,  # action_class
                 info.decisive,  # decisive
                 info.first_action,  # first_action
@@ -643,26 +663,39 @@ def _attempt_rows(
 def learnable(decisions: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
     """The decision points worth training on, and how many were set aside for each reason.
 
-    A call that a person or policy refused is not a decision to imitate, and a target missing a
-    required argument (arguments redacted by whoever published the transcript, say) can be
-    neither learned nor scored.
+    A call that a person or policy refused is not a decision to imitate; a target whose arguments
+    were not JSON (kept as `{"raw": text}`), whatever its tool, and a target missing a required
+    argument (arguments redacted by whoever published the transcript, say) can be neither learned
+    nor scored. Each point counts under the first reason of `SET_ASIDE_REASONS` that applies.
     """
-    refused = decisions["target_guard_denied"].astype(bool).to_numpy()
-    missing = decisions["missing_required"].map(len).to_numpy(dtype=np.int64)
-    keep, set_aside = _set_aside(refused, missing)
-    return decisions[keep].reset_index(drop=True), set_aside
+    reasons = set_aside_reasons(
+        decisions["target_guard_denied"].astype(bool).to_numpy(),
+        decisions["arguments_unparseable"].astype(bool).to_numpy(),
+        decisions["missing_required"].map(len).to_numpy(dtype=np.int64),
+    )
+    keep = reasons == ""
+    return decisions[keep].reset_index(drop=True), _counts(reasons)
 
 
 def learnable_table(decisions: pa.Table) -> tuple[pa.Table, dict[str, int]]:
     """`learnable` of an Arrow table of DECISION_SCHEMA."""
-    refused = decisions.column("target_guard_denied").to_numpy().astype(bool)
-    missing = pc.list_value_length(decisions.column("missing_required")).to_numpy()
-    keep, set_aside = _set_aside(refused, missing)
-    return decisions.filter(pa.array(keep)), set_aside
+    reasons = set_aside_table(decisions)
+    return decisions.filter(pa.array(reasons == "")), _counts(reasons)
 
 
-def _set_aside(refused: np.ndarray, missing: np.ndarray) -> tuple[np.ndarray, dict[str, int]]:
-    """Which points to keep, given which were refused and how many required arguments each lacks."""
-    incomplete = (missing > 0) & ~refused
-    keep = ~(refused | incomplete)
-    return keep, {"refused_by_guard": int(refused.sum()), "missing_required_arguments": int(incomplete.sum())}
+def set_aside_table(decisions: pa.Table) -> np.ndarray:
+    """Each point's set-aside reason (`SET_ASIDE_REASONS`), or "" for a learnable one."""
+    return set_aside_reasons(
+        decisions.column("target_guard_denied").to_numpy().astype(bool),
+        decisions.column("arguments_unparseable").to_numpy().astype(bool),
+        pc.list_value_length(decisions.column("missing_required")).to_numpy(),
+    )
+
+
+def set_aside_reasons(refused: np.ndarray, unparseable: np.ndarray, missing: np.ndarray) -> np.ndarray:
+    """The first reason of `SET_ASIDE_REASONS` that applies to each point, or ""."""
+    return np.select([refused, unparseable, missing > 0], list(SET_ASIDE_REASONS), default="").astype(object)
+
+
+def _counts(reasons: np.ndarray) -> dict[str, int]:
+    return {reason: int((reasons == reason).sum()) for reason in SET_ASIDE_REASONS}

@@ -5,6 +5,8 @@ card = model_card(record, manifest, result)   # README.md written beside the ada
 
 from __future__ import annotations
 
+import math
+
 import pyarrow as pa
 
 from trajectory_pipeline.dataset.mlx_data import DatasetManifest
@@ -56,7 +58,7 @@ def loss_chart(losses: list[dict[str, object]]) -> str:
         (int(str(row["iteration"])), float(str(value)), mark)
         for row in losses
         for key, mark in (("train_loss", "·"), ("val_loss", "o"))
-        if (value := row.get(key)) is not None
+        if (value := row.get(key)) is not None and math.isfinite(float(str(value)))
     ]
     if not points:
         return "_no losses reported_"
@@ -79,6 +81,8 @@ def model_card(record: AdapterRecord, manifest: DatasetManifest, result: TrainRe
     """The README beside an adapter: what it learned from, how, how well, and how to use it."""
     adapter = record.artifact_path
     stopped = " (stopped early)" if result.stopped_early else ""
+    if result.stop_reason:
+        stopped = f"\n- Stopped before the last iteration: {result.stop_reason}"
     speed = f"{result.tokens_per_second:.0f} tokens/s, peak memory {result.peak_memory_gb:.3f} GB"
     return f"""# Adapter {record.adapter_id}
 

@@ -13,7 +13,8 @@ resumes from (and the next eval compares against) the promoted adapter.
 
 Statuses: "training" while weights are being written; "candidate" once training
 finished; "promoted" for the adapter in use; "rejected" when the eval said no;
-"failed" when training raised. Promotion keeps one "promoted" adapter per base
+"failed" when training raised, or when its run was found gone while the row still said
+"training" (`fail_abandoned`); `failure_reason` says which. Promotion keeps one "promoted" adapter per base
 model: promoting another sends the previous one back to "candidate" (its weights
 are still good and it remains a rollback target; promoting it again rolls back).
 Each adapter keeps `promoted_at`, the last time it was promoted, so the order of
@@ -37,6 +38,7 @@ or processes serialize (with a busy timeout) instead of failing on upgrade.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import dataclasses
 import math
@@ -66,8 +68,10 @@ UPDATABLE_FIELDS = frozenset(
         "eval_summary",
         "artifact_path",
         "hyperparameters",
+        "failure_reason",
     }
 )
+FAILURE_REASON_CHARS = 2_000
 SQLITE_FILE_MODE = 0o600
 SQLITE_BUSY_TIMEOUT_S = 30.0
 
@@ -91,6 +95,8 @@ class AdapterRecord:
     eval_summary: dict[str, Any] | None = None
     parent_adapter_id: str | None = None  # the adapter this one resumed from
     promoted_at: datetime | None = None  # the last time it was promoted; set by the registry
+    run_id: str | None = None  # the Dagster run that trains it
+    failure_reason: str | None = None  # why it is "failed"
 
     def __post_init__(self) -> None:
         if not self.adapter_id:
@@ -163,6 +169,9 @@ class AdapterRow(_Base):
     best_iteration: Mapped[int | None] = mapped_column(sa.Integer)
     parent_adapter_id: Mapped[str | None] = mapped_column(sa.String(255))
     promoted_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # Version 3.
+    run_id: Mapped[str | None] = mapped_column(sa.String(64))
+    failure_reason: Mapped[str | None] = mapped_column(sa.Text)
 
 
 _SCHEMA_VERSION_TABLE = sa.Table(
@@ -210,9 +219,17 @@ def _upgrade_2_resume_and_promotion(conn: Connection) -> None:
     )
 
 
+def _upgrade_3_run_and_failure(conn: Connection) -> None:
+    """Version 3: the run that trains an adapter, and why a failed one failed (a training whose run
+    was killed is marked failed by whoever sees its run gone: `fail_abandoned`)."""
+    _add_column(conn, "adapters", sa.Column("run_id", sa.String(64)))
+    _add_column(conn, "adapters", sa.Column("failure_reason", sa.Text))
+
+
 _UPGRADES: tuple[Callable[[Connection], None], ...] = (
     _upgrade_1_create_adapters,
     _upgrade_2_resume_and_promotion,
+    _upgrade_3_run_and_failure,
 )
 SCHEMA_VERSION = len(_UPGRADES)
 
@@ -447,13 +464,44 @@ class AdapterRegistry:
             yield started
         except BaseException as exc:
             try:
-                self.update(record.adapter_id, status="failed")
+                reason = f"{type(exc).__name__}: {exc}"[:FAILURE_REASON_CHARS]
+                self.update(record.adapter_id, status="failed", failure_reason=reason)
             except Exception as mark_error:
                 exc.add_note(f"and marking adapter {record.adapter_id!r} as failed also failed: {mark_error}")
             raise
         # The block may already have set a final status (e.g. rejected); only finish a "training" one.
         if self.get(record.adapter_id).status == "training":
             self.update(record.adapter_id, status="candidate")
+
+    def fail_abandoned(self, run_gone: Callable[[str], str | None]) -> builtins.list[AdapterRecord]:
+        """Mark "failed" every "training" adapter whose run is gone; returns them, failed.
+
+        A run killed with SIGKILL (the OOM killer, a reboot, `kill -9`) never reaches `registering`'s
+        handler, so its row would say "training" forever. `run_gone(run_id)` says why the run that
+        trains an adapter is no longer running (ended, or its worker is dead), or None while it runs or
+        when it cannot tell; that reason is stored. Rows without a run id (written before version 3)
+        are left alone. Each row is re-read under a lock, so a training that just finished stays.
+        """
+        with self._session() as session, session.begin():
+            candidates = session.execute(
+                sa.select(AdapterRow.adapter_id, AdapterRow.run_id).where(
+                    AdapterRow.status == "training", AdapterRow.run_id.is_not(None)
+                )
+            )
+            training = [(str(adapter_id), str(run_id)) for adapter_id, run_id in candidates.all()]
+        failed: builtins.list[AdapterRecord] = []
+        for adapter_id, run_id in training:
+            reason = run_gone(run_id)
+            if reason is None:
+                continue
+            with self._session() as session, session.begin():
+                row = self._row(session, adapter_id, lock=True)
+                if row.status != "training":
+                    continue
+                row.status = "failed"
+                row.failure_reason = reason[:FAILURE_REASON_CHARS]
+                failed.append(_to_record(row))
+        return failed
 
     def _row(self, session: Session, adapter_id: str, *, lock: bool = False) -> AdapterRow:
         query = sa.select(AdapterRow).where(AdapterRow.adapter_id == adapter_id)
@@ -492,6 +540,8 @@ def _copy_into(row: AdapterRow, record: AdapterRecord) -> None:
     row.status = record.status
     row.eval_summary = None if record.eval_summary is None else dict(record.eval_summary)
     row.parent_adapter_id = record.parent_adapter_id
+    row.run_id = record.run_id
+    row.failure_reason = record.failure_reason
 
 
 def _to_record(row: AdapterRow) -> AdapterRecord:
@@ -511,4 +561,6 @@ def _to_record(row: AdapterRow) -> AdapterRecord:
         eval_summary=None if row.eval_summary is None else dict(row.eval_summary),
         parent_adapter_id=row.parent_adapter_id,
         promoted_at=row.promoted_at,
+        run_id=row.run_id,
+        failure_reason=row.failure_reason,
     )

@@ -22,6 +22,7 @@ What `adapter_dir` holds afterwards:
 - `adapters.last.safetensors`: the weights when training ended (after `iters` steps, or at the
   evaluation that stopped it early);
 - `NNNNNNN_adapters.safetensors`: mlx-lm's own checkpoints every `save_every` iterations.
+Every file is 0600 and the folder 0700, whatever the umask.
 
 Validation scores the same examples every time: `val_batches` batches' worth of a fixed sample
 (every k-th example of valid.jsonl), not mlx-lm's subset redrawn at each evaluation, so the best
@@ -33,6 +34,13 @@ the last step; here the final weights are evaluated once more, so `last_val_loss
 Early stopping: mlx-lm's loop has no stop hook, so the callback raises a private exception after
 `early_stopping_patience` evaluations without improvement and `train_adapter` catches it; the loop
 then never saves, so the last weights are saved here (as they are on a normal finish).
+
+A loss that is not a finite number stops training the same way, at the report that shows it: a NaN
+step has already poisoned the weights, and every later step would stay NaN. `adapters.safetensors`
+is then the best finite checkpoint, `TrainResult.stop_reason` says what happened and its likely cause
+(most often, with `batch_size` 1, an example whose prompt fills `max_seq_length`: truncation leaves
+it no target token, and its loss is 0/0), and `adapters.last.safetensors` holds the weights at the
+stop. With no finite checkpoint yet (the first validation failed) it raises `NonFiniteLossError`.
 
 Throughput: `tokens_per_second` is trained tokens over the time mlx-lm measured for training steps
 (evaluations excluded), the same figure `mlx_lm.lora` prints; `seconds` is the wall time of the
@@ -54,6 +62,7 @@ from typing import Any, cast
 
 from trajectory_pipeline.config import knob
 from trajectory_pipeline.dataset.mlx_data import MANIFEST_NAME, read_manifest
+from trajectory_pipeline.parquet_io import ensure_private_dir, make_private_tree
 
 FINE_TUNE_TYPES = ("lora", "dora", "full")
 OPTIMIZERS = ("adam", "adamw", "muon", "sgd", "adafactor")
@@ -153,6 +162,9 @@ class TrainResult:
     peak_memory_gb: float
     stopped_early: bool
     losses: list[dict[str, Any]]
+    # Why training stopped before `iters` other than early stopping: a loss that is not a finite
+    # number; `adapters.safetensors` is then the best finite checkpoint.
+    stop_reason: str | None = None
 
 
 class ModelDirectoryError(ValueError):
@@ -160,7 +172,11 @@ class ModelDirectoryError(ValueError):
 
 
 class _StopTraining(Exception):
-    """Raised from the callback to leave mlx-lm's training loop (early stopping)."""
+    """Raised from the callback to leave mlx-lm's training loop (early stopping, a non-finite loss)."""
+
+
+class NonFiniteLossError(ValueError):
+    """A loss became NaN or infinite before any finite checkpoint was kept; says why and what to do."""
 
 
 def check_model_dir(path: Path) -> None:
@@ -197,7 +213,28 @@ def train_adapter(
     on_report: Callable[[dict[str, Any]], None] | None = None,
     resume_from: Path | None = None,
 ) -> TrainResult:
-    """Fine-tune `base_model` on the mlx-lm data directory `data_dir`; write the adapter to `adapter_dir`."""
+    """Fine-tune `base_model` on the mlx-lm data directory `data_dir`; write the adapter to `adapter_dir`.
+
+    mlx-lm writes its files with the umask's modes: the folder is made private before it writes and
+    every file in it 0600 afterwards, whether training finished or raised (the weights were learned
+    from people's transcripts)."""
+    try:
+        return _train_adapter(
+            base_model, data_dir, adapter_dir, config, on_report=on_report, resume_from=resume_from
+        )
+    finally:
+        make_private_tree(Path(adapter_dir))
+
+
+def _train_adapter(
+    base_model: Path,
+    data_dir: Path,
+    adapter_dir: Path,
+    config: TrainConfig,
+    *,
+    on_report: Callable[[dict[str, Any]], None] | None,
+    resume_from: Path | None,
+) -> TrainResult:
     import mlx.core as mx
     import numpy as np
     from mlx.utils import tree_flatten
@@ -226,7 +263,7 @@ def train_adapter(
         _check_resume_weights(model, resume_file)
         model.load_weights(str(resume_file), strict=False)
 
-    adapter_dir.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(adapter_dir)  # before mlx-lm writes into it
     _write_adapter_config(adapter_dir / CONFIG_FILE, base_model, data_dir, config, resume_file)
     for stale in (ADAPTER_FILE, BEST_FILE, LAST_FILE):
         (adapter_dir / stale).unlink(missing_ok=True)
@@ -264,6 +301,11 @@ def train_adapter(
         stopped_early = True
     save(adapter_dir / LAST_FILE)
 
+    stop_reason = None
+    if callback.non_finite is not None:
+        stop_reason = _non_finite_message(callback, train_set, valid_set, config)
+        if callback.best_iteration is None:
+            raise NonFiniteLossError(stop_reason)
     iterations = callback.stopped_at if stopped_early else config.iters
     if not stopped_early and len(valid) > 0:
         # mlx-lm's last evaluation runs before the last step; score the weights actually saved.
@@ -294,7 +336,50 @@ def train_adapter(
         peak_memory_gb=max([mx.get_peak_memory() / 1e9, *(r["peak_memory_gb"] for r in callback.rows)]),
         stopped_early=stopped_early,
         losses=callback.rows,
+        stop_reason=stop_reason,
     )
+
+
+def _non_finite_message(callback: _Recorder, train_set: Any, valid_set: Any, config: TrainConfig) -> str:
+    """What stopped training, what was kept, and the likely cause with its fix."""
+    kind, iteration, value = callback.non_finite or ("train", 0, math.nan)
+    if callback.best_iteration is None:
+        kept = "No finite checkpoint was kept (the first validation already failed)"
+    else:
+        kept = (
+            f"Kept the best finite checkpoint, iteration {callback.best_iteration} "
+            f"(validation loss {callback.best_val_loss:.4g}), as {ADAPTER_FILE}"
+        )
+    split, data = ("valid", valid_set) if kind == "validation" else ("train", train_set)
+    cut = _cut_off_examples(data, config.max_seq_length)
+    if cut:
+        cause = (
+            f"{cut} of the first {min(len(data), _DIAGNOSE_EXAMPLES)} {split} examples have a prompt of "
+            f"max_seq_length ({config.max_seq_length}) tokens or more, so truncation leaves no target "
+            "token to learn and their loss is 0/0"
+            + (" (with batch_size 1, a batch of one such example)" if config.batch_size == 1 else "")
+            + ": raise max_seq_length, or lower rendered_splits' max_length (measured with "
+            "tokenizer_path) so records fit"
+        )
+    else:
+        cause = "the weights diverged: lower learning_rate, or raise batch_size"
+    return (
+        f"training stopped at iteration {iteration}: the {kind} loss is {value} (not a finite number). "
+        f"{kept}. Likely cause: {cause}."
+    )
+
+
+_DIAGNOSE_EXAMPLES = 10_000
+
+
+def _cut_off_examples(data: Any, max_seq_length: int) -> int:
+    """How many examples' target starts at or after `max_seq_length` tokens (mask_prompt's offset)."""
+    count = 0
+    for index in range(min(len(data), _DIAGNOSE_EXAMPLES)):
+        processed = data.process(data[index])
+        if isinstance(processed, tuple) and len(processed) == 2 and processed[1] >= max_seq_length - 1:
+            count += 1
+    return count
 
 
 class _Recorder:
@@ -316,6 +401,7 @@ class _Recorder:
         self.last_val_loss: float | None = None
         self.evals_without_improvement = 0
         self.stopped_at = 0
+        self.non_finite: tuple[str, int, float] | None = None  # (train or validation, iteration, loss)
         self.tokens = 0
         self.train_seconds = 0.0
         self.peak_memory_gb = 0.0
@@ -334,12 +420,16 @@ class _Recorder:
             tokens_per_second=float(train_info["tokens_per_second"]),
             tokens=window_tokens,
         )
+        self._stop_unless_finite("train", int(train_info["iteration"]), float(train_info["train_loss"]))
 
     def on_val_loss_report(self, val_info: dict[str, Any]) -> None:
         import mlx.core as mx
 
         iteration, val_loss = int(val_info["iteration"]), float(val_info["val_loss"])
         self.peak_memory_gb = max(self.peak_memory_gb, mx.get_peak_memory() / 1e9)
+        if not math.isfinite(val_loss):
+            self._emit(kind="val", iteration=iteration, val_loss=val_loss, improved=False)
+            self._stop_unless_finite("validation", iteration, val_loss)
         improved = math.isfinite(val_loss) and (self.best_val_loss is None or val_loss < self.best_val_loss)
         if improved:
             self.best_val_loss, self.best_iteration = val_loss, iteration
@@ -352,6 +442,15 @@ class _Recorder:
         if self.patience is not None and self.evals_without_improvement >= self.patience:
             self.stopped_at = iteration
             raise _StopTraining
+
+    def _stop_unless_finite(self, kind: str, iteration: int, loss: float) -> None:
+        """A NaN or infinite loss poisons every later step (and, from a train step, the weights):
+        stop, keeping the best finite checkpoint saved so far."""
+        if math.isfinite(loss):
+            return
+        self.non_finite = (kind, iteration, loss)
+        self.stopped_at = iteration
+        raise _StopTraining
 
     def _emit(self, **fields: Any) -> None:
         row: dict[str, Any] = {

@@ -11,8 +11,8 @@ The `lora_adapter` asset's body in plain Python (no dagster), as `evaluation.eva
 
 What `<artifacts_dir>/<adapter_id>/` holds afterwards: `data/` (the mlx-lm data directory the
 adapter trained on, with its manifest), `adapter/` (the weights; see `trainer.train_adapter`) and
-`README.md` (the model card). The registry row is written before training starts and marked
-`failed` if training raises, so no adapter is ever half-registered.
+`README.md` (the model card), every file 0600 in 0700 folders. The registry row is written before
+training starts and marked `failed` if training raises, so no adapter is ever half-registered.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import pandas as pd
 from trajectory_pipeline.config import knob
 from trajectory_pipeline.dataset.mlx_data import DatasetManifest, SplitTooSmallError
 from trajectory_pipeline.dataset.training_data import LeakageError, write_window
-from trajectory_pipeline.parquet_io import write_bytes_atomic
+from trajectory_pipeline.parquet_io import ensure_private_dir, make_private_tree, write_bytes_atomic
 from trajectory_pipeline.training.adapters import adapter_id, model_card
 from trajectory_pipeline.training.registry import AdapterRecord, AdapterRegistry
 from trajectory_pipeline.training.trainer import TrainConfig, TrainResult
@@ -126,7 +126,8 @@ def train_week(
         )
     base = str(run.base_model)
     identifier = adapter_id(run.partition, run.run_id)
-    folder = Path(options.artifacts_dir).expanduser() / identifier
+    artifacts = ensure_private_dir(Path(options.artifacts_dir).expanduser())  # tightened if it was open
+    folder = artifacts / identifier
     try:
         manifest = write_window(
             rows,
@@ -156,6 +157,7 @@ def train_week(
         status="training",
         eval_summary=None,
         parent_adapter_id=parent.adapter_id if parent else None,
+        run_id=run.run_id,
     )
     started = time.perf_counter()
     with registry.registering(record):
@@ -167,6 +169,7 @@ def train_week(
             best_iteration=result.best_iteration,
         )
     write_bytes_atomic(folder / "README.md", model_card(record, manifest, result).encode())
+    make_private_tree(folder)
     return TrainedWeek(record, manifest, result, folder, time.perf_counter() - started)
 
 
