@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,6 @@ from trajectory_pipeline.sample.tiny_base import (
     learn_base,
     learned_on,
     pretraining_record,
-    write_attempt_records,
 )
 from trajectory_pipeline.sample.tiny_model import TinyModelSpec, build_tiny_model, corpus_texts
 
@@ -74,7 +74,8 @@ DEMO_TRAINING: dict[str, Any] = {
     "rank": 16,
     "iters": 300,
     "batch_size": 4,
-    "learning_rate": 2e-3,
+    "learning_rate": 3e-4,
+    "history_calls": True,
     "val_batches": 8,
     "steps_per_report": 25,
     "steps_per_eval": 100,
@@ -125,6 +126,15 @@ def _run_daily(
     )
 
 
+def check_results(evaluations: Iterable[Any]) -> dict[str, tuple[int, int]]:
+    """Per check, how many of its evaluations passed (a per-day check has one per day), by name."""
+    found: dict[str, tuple[int, int]] = {}
+    for evaluation in evaluations:
+        passed, total = found.get(evaluation.check_name, (0, 0))
+        found[evaluation.check_name] = (passed + bool(evaluation.passed), total + 1)
+    return dict(sorted(found.items()))
+
+
 def run_demo(corpus_dir: str, data_dir: str) -> int:
     corpus, warehouse = Path(corpus_dir).resolve(), Path(data_dir).resolve()
     root = warehouse.parent
@@ -151,8 +161,10 @@ def run_demo(corpus_dir: str, data_dir: str) -> int:
     keys = [day.isoformat() for day in spec.dates]
     print(summary_table(warehouse, keys))
     print(tier_table(warehouse, keys))
-    checks = sorted((e.check_name, e.passed) for e in result.get_asset_check_evaluations())
-    print("\nAsset checks: " + ", ".join(f"{name} {'passed' if ok else 'FAILED'}" for name, ok in checks))
+    checks = check_results(result.get_asset_check_evaluations())
+    print(
+        "\nAsset checks: " + ", ".join(f"{name} {passed}/{total}" for name, (passed, total) in checks.items())
+    )
     manifest = read_manifest(mlx_dir)
     counts = ", ".join(f"{split} {manifest.counts[split]}" for split in ("train", "valid", "test"))
     print(f"\nTraining window {first} .. {last}: {counts} examples")
@@ -161,7 +173,7 @@ def run_demo(corpus_dir: str, data_dir: str) -> int:
     trained = _train_and_evaluate(warehouse, model_dir, root / "artifacts" / "adapters", spec.end_date)
     print(f"\nTables: {warehouse}   Dagster instance: {home}   Explore: make ui (http://127.0.0.1:3000)")
     print(f"mlx-lm data: {manifest.path}   dataset {manifest.dataset_hash[:16]}")
-    ok = result.success and trained and all(ok for _, ok in checks)
+    ok = result.success and trained and all(passed == total for passed, total in checks.values())
     return 0 if ok else 1
 
 
@@ -170,7 +182,7 @@ def learned_base(root: Path, model_dir: Path) -> dict[str, Any]:
 
     The generic sample corpus goes through the project's own daily stages in an ephemeral instance
     (not yours: these are not your sessions) into `root`; the tokenizer and every weight learn
-    from the last decision of each of its attempts, whose history holds the attempt's earlier calls.
+    from its training split, every call of it (`BaseTraining.history_calls`).
     A model directory already holding that base is kept as it is.
     """
     data = root / "mlx"
@@ -185,10 +197,9 @@ def learned_base(root: Path, model_dir: Path) -> dict[str, Any]:
     if not corpus.exists():
         generate_corpus(corpus, spec)
     with dg.DagsterInstance.ephemeral() as instance:
-        daily = _run_daily(instance, corpus, root / "warehouse", spec, root / "window")
+        daily = _run_daily(instance, corpus, root / "warehouse", spec, data)
     if not daily.success:
         raise dg.Failure("the learned base's corpus did not go through the daily stages")
-    write_attempt_records(root / "warehouse", data, BATCH_SIZE)
     build_tiny_model(model_dir, corpus_texts([data / "train.jsonl"]), DEMO_MODEL)
     record = learn_base(model_dir, data, DEMO_BASE)
     print(

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Locator, Page, Playwright, expect, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 
 from tests.conftest import REPO_ROOT, DemoRun
@@ -161,7 +161,15 @@ def dagster_ui(demo_run: DemoRun) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
+    # `make test` preloads OpenBLAS for mlx; Playwright's node driver cannot start threads under that
+    # preload (pthread_create: Invalid argument), so the driver and the browser start without it.
+    preload = os.environ.pop("LD_PRELOAD", None)
+    try:
+        playwright_manager = sync_playwright().start()
+    finally:
+        if preload is not None:
+            os.environ["LD_PRELOAD"] = preload
+    with _stopping(playwright_manager) as playwright:
         # Debian's chromium; where it is missing, the browser of `playwright install chromium`, if any.
         executable = str(CHROMIUM) if CHROMIUM.exists() else None
         try:
@@ -173,6 +181,14 @@ def browser() -> Iterator[Browser]:
             )
         yield launched
         launched.close()
+
+
+@contextlib.contextmanager
+def _stopping(playwright: Playwright) -> Iterator[Playwright]:
+    try:
+        yield playwright
+    finally:
+        playwright.stop()
 
 
 @pytest.fixture

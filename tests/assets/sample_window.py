@@ -31,10 +31,15 @@ RANGE = {
 
 
 def ingest_sample_window(
-    root: Path, sessions_per_day: int, seed: int, before: Callable[[Path], None] | None = None
+    root: Path,
+    sessions_per_day: int,
+    seed: int,
+    before: Callable[[Path], None] | None = None,
+    decisions: dict[str, Any] | None = None,
 ) -> Path:
     """Two sample days (2026-11-21 and 22) ingested through rendered_splits; returns the tiny model.
-    `before`, when given, may rewrite the generated corpus (its folder) before ingestion."""
+    `before`, when given, may rewrite the generated corpus (its folder) before ingestion;
+    `decisions` is decision_points run config (shorter histories, say)."""
     spec = CorpusSpec(days=2, end_date=dt.date(2026, 11, 22), sessions_per_day=sessions_per_day, seed=seed)
     generate_corpus(root / "corpus", spec)
     if before is not None:
@@ -45,7 +50,12 @@ def ingest_sample_window(
         [raw_sessions, mined_trajectories, decision_points, rendered_splits],
         tags=RANGE,
         # Short records: seconds to train.
-        run_config={"ops": {"rendered_splits": {"config": {"max_length": 6000}}}},
+        run_config={
+            "ops": {
+                "decision_points": {"config": decisions or {}},
+                "rendered_splits": {"config": {"max_length": 6000}},
+            }
+        },
         resources={
             "io_manager": ParquetIOManager(base_dir=str(root / "warehouse")),
             "session_sources": SessionSources(**roots, **off),

@@ -30,7 +30,10 @@ def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pd.DataFrame]
     """Scored answers, free and constrained, of a tiny model overfit on eight training records of
     distinct targets (the shortest of each tool, then the shortest others)."""
     root = tmp_path_factory.mktemp("agreement")
-    ingest_sample_window(root, sessions_per_day=2, seed=4)
+    # short histories, as the demo renders them: a few hundred tokens a record, seconds a step
+    ingest_sample_window(
+        root, sessions_per_day=2, seed=4, decisions={"max_result_chars": 200, "history_budget_chars": 1500}
+    )
     days = sorted((root / "warehouse" / "rendered_splits").glob("*.parquet"))
     rendered = pd.concat([pd.read_parquet(path) for path in days], ignore_index=True)
     train = rendered[rendered["split"] == "train"].sort_values(["chars", "decision_id"])
@@ -42,10 +45,10 @@ def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pd.DataFrame]
     model = build_tiny_model(
         root / "model",
         list(rows["record"]),
-        TinyModelSpec(hidden_size=256, heads=8, kv_heads=4, intermediate_size=512),
+        TinyModelSpec(hidden_size=128, intermediate_size=256),
     )
     record = learn_base(
-        model, root / "data", BaseTraining(iters=200, learning_rate=3e-3, mask_prompt=True, batch_size=4)
+        model, root / "data", BaseTraining(iters=250, learning_rate=3e-3, mask_prompt=True, batch_size=4)
     )
     losses = [row["train_loss"] for row in record["losses"] if "train_loss" in row]
     assert losses[-1] < 0.1, f"the model did not learn its eight records: train loss {losses[-1]:.3f}"

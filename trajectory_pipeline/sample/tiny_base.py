@@ -16,19 +16,16 @@ from __future__ import annotations
 import argparse
 import json
 import time
-import types
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, cast
 
-import pandas as pd
-
 from trajectory_pipeline.config import knob
-from trajectory_pipeline.dataset.mlx_data import DatasetManifest, read_manifest
-from trajectory_pipeline.dataset.training_data import write_window
+from trajectory_pipeline.dataset.mlx_data import read_manifest
 from trajectory_pipeline.parquet_io import write_bytes_atomic
 from trajectory_pipeline.sample.tiny_model import PRETRAINING_RECORD, safetensors_bytes
+from trajectory_pipeline.training.trainer import training_sets
 
 RECORD = PRETRAINING_RECORD
 
@@ -42,9 +39,12 @@ class BaseTraining:
     learning_rate: float = knob(3e-3, "Peak learning rate of the cosine schedule (after a short warmup).")
     max_seq_length: int = knob(4096, "Longer records are cut; the demo's records are far shorter.")
     mask_prompt: bool = knob(
-        False,
-        "Train on the decisions alone; by default every token counts, so the base learns the language "
-        "of tasks, tool calls and their results, not only the calls.",
+        True, "Train on the decisions (off: on every token, prompts and tool results included)."
+    )
+    history_calls: bool = knob(
+        True,
+        "Also train on the calls in each record's history, from the records no other one contains "
+        "(training/turns.py): the base sees every call of the corpus once per epoch.",
     )
     seed: int = knob(0, "Seed of MLX and of batch shuffling.")
 
@@ -55,33 +55,8 @@ class BaseTraining:
                 raise ValueError(f"BaseTraining.{name} must be a positive integer, got {value!r}")
         if not self.learning_rate > 0:
             raise ValueError(f"BaseTraining.learning_rate must be positive, got {self.learning_rate}")
-
-
-def attempt_records(rendered: pd.DataFrame, decisions: pd.DataFrame) -> pd.DataFrame:
-    """The rendered rows of each attempt's last decision.
-
-    A decision's history holds its attempt's earlier calls and their results, so the last one of an
-    attempt shows every call of it (as far as the history budget reaches) once, where all of them
-    would show the first calls again and again: the base sees more distinct calls per minute.
-    `decisions` are decision_points rows (`decision_id`, `attempt_id`, `step`).
-    """
-    steps = decisions[["decision_id", "attempt_id", "step"]]
-    rows = rendered.merge(steps, on="decision_id", how="inner", validate="one_to_one")
-    last = rows.sort_values(["attempt_id", "step"]).groupby("attempt_id").tail(1)
-    return last.drop(columns=["attempt_id", "step"]).sort_values("decision_id", ignore_index=True)
-
-
-def write_attempt_records(warehouse: Path, out_dir: Path, batch_size: int) -> DatasetManifest:
-    """The mlx-lm data directory of the last decision of every attempt stored under `warehouse`
-    (rendered_splits and decision_points Parquet), written as the trainer's window is."""
-
-    def read(asset: str, columns: list[str] | None = None) -> pd.DataFrame:
-        days = sorted((warehouse / asset).glob("*.parquet"))
-        return pd.concat([pd.read_parquet(day, columns=columns) for day in days], ignore_index=True)
-
-    rendered = read("rendered_splits")
-    decisions = read("decision_points", ["decision_id", "attempt_id", "step"])
-    return write_window(attempt_records(rendered, decisions), out_dir, batch_size=batch_size)
+        if self.history_calls and not self.mask_prompt:
+            raise ValueError("BaseTraining.history_calls trains on the assistant turns: it needs mask_prompt")
 
 
 def learned_on(record: dict[str, Any], data_dir: Path, settings: BaseTraining) -> bool:
@@ -114,7 +89,7 @@ def learn_base(
     import mlx.optimizers as optim
     import numpy as np
     from mlx.utils import tree_flatten
-    from mlx_lm.tuner.datasets import CacheDataset, load_dataset
+    from mlx_lm.tuner.datasets import CacheDataset
     from mlx_lm.tuner.trainer import TrainingArgs, train
     from mlx_lm.tuner.utils import build_schedule
     from mlx_lm.utils import load
@@ -134,10 +109,9 @@ def learn_base(
 
     started = time.perf_counter()
     model, tokenizer = load(str(model_dir))[:2]
-    args = types.SimpleNamespace(
-        data=str(data_dir), train=True, test=False, mask_prompt=settings.mask_prompt, hf_dataset=None
+    train_set, valid_set, routines = training_sets(
+        data_dir, tokenizer, settings.mask_prompt, settings.history_calls
     )
-    train_set, valid_set, _ = load_dataset(args, cast(Any, tokenizer))
     np.random.seed(settings.seed)
     mx.random.seed(settings.seed)
     model.unfreeze()
@@ -177,6 +151,7 @@ def learn_base(
             train_dataset=CacheDataset(train_set),
             val_dataset=CacheDataset(valid_set),
             training_callback=cast(Any, Reporter()),
+            **routines,
         )
     finally:
         scratch.unlink(missing_ok=True)

@@ -63,6 +63,7 @@ from typing import Any, cast
 from trajectory_pipeline.config import knob
 from trajectory_pipeline.dataset.mlx_data import MANIFEST_NAME, read_manifest
 from trajectory_pipeline.parquet_io import ensure_private_dir, make_private_tree
+from trajectory_pipeline.training.turns import AssistantTurns, turn_batches, turn_loss, uncovered
 
 FINE_TUNE_TYPES = ("lora", "dora", "full")
 OPTIMIZERS = ("adam", "adamw", "muon", "sgd", "adafactor")
@@ -101,6 +102,12 @@ class TrainConfig:
     max_seq_length: int = knob(2048, "Longer sequences are truncated to this many tokens.")
     grad_checkpoint: bool = knob(False, "Recompute activations in the backward pass to save memory.")
     mask_prompt: bool = knob(True, "Train only on the completion (the decision), not on the prompt.")
+    history_calls: bool = knob(
+        False,
+        "With mask_prompt, also train on the calls in each record's history (every assistant turn), "
+        "from the records no other one contains: several times the decisions per token; validation "
+        "still scores the decisions alone.",
+    )
     optimizer: str = knob("adam", "Optimizer: adam, adamw, muon, sgd or adafactor.")
     seed: int = knob(0, "Seed for MLX and for NumPy's batch shuffling.")
     steps_per_report: int = knob(10, "Training steps between train-loss reports.")
@@ -128,6 +135,8 @@ class TrainConfig:
             raise ValueError(f"val_batches must be -1 (all) or a positive integer, got {self.val_batches}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.history_calls and not self.mask_prompt:
+            raise ValueError("history_calls trains on the assistant turns: it needs mask_prompt on")
         if self.learning_rate < 0:
             raise ValueError(f"learning_rate must not be negative, got {self.learning_rate}")
         if self.early_stopping_patience is not None and self.early_stopping_patience < 1:
@@ -238,7 +247,7 @@ def _train_adapter(
     import mlx.core as mx
     import numpy as np
     from mlx.utils import tree_flatten
-    from mlx_lm.tuner.datasets import CacheDataset, load_dataset
+    from mlx_lm.tuner.datasets import CacheDataset
     from mlx_lm.tuner.trainer import TrainingArgs, evaluate, train
     from mlx_lm.utils import load
 
@@ -250,10 +259,9 @@ def _train_adapter(
         read_manifest(data_dir)  # the files must still be the ones the manifest hashed
 
     model, tokenizer = load(str(base_model))[:2]
-    data_args = types.SimpleNamespace(
-        data=str(data_dir), train=True, test=False, mask_prompt=config.mask_prompt, hf_dataset=None
+    train_set, valid_set, routines = training_sets(
+        data_dir, tokenizer, config.mask_prompt, config.history_calls
     )
-    train_set, valid_set, _ = load_dataset(data_args, cast(Any, tokenizer))
     _check_split_sizes(data_dir, len(train_set), len(valid_set), config.batch_size)
 
     np.random.seed(config.seed)
@@ -296,6 +304,7 @@ def _train_adapter(
             train_dataset=CacheDataset(train_set),
             val_dataset=valid,
             training_callback=cast(Any, callback),  # duck-typed TrainingCallback
+            **routines,
         )
     except _StopTraining:
         stopped_early = True
@@ -315,6 +324,7 @@ def _train_adapter(
             batch_size=config.batch_size,
             num_batches=val_batches,
             max_seq_length=config.max_seq_length,
+            **routines,
         )
         callback.on_val_loss_report({"iteration": iterations, "val_loss": val_loss, "final": True})
 
@@ -373,11 +383,17 @@ _DIAGNOSE_EXAMPLES = 10_000
 
 
 def _cut_off_examples(data: Any, max_seq_length: int) -> int:
-    """How many examples' target starts at or after `max_seq_length` tokens (mask_prompt's offset)."""
+    """How many examples' targets start at or after `max_seq_length` tokens (mask_prompt's offset, or
+    the first target span of history_calls' examples)."""
     count = 0
     for index in range(min(len(data), _DIAGNOSE_EXAMPLES)):
         processed = data.process(data[index])
-        if isinstance(processed, tuple) and len(processed) == 2 and processed[1] >= max_seq_length - 1:
+        if not (isinstance(processed, tuple) and len(processed) == 2):
+            continue
+        offset = processed[1]
+        if isinstance(offset, list):  # target spans
+            offset = min((start for start, _ in offset), default=max_seq_length)
+        if offset >= max_seq_length - 1:
             count += 1
     return count
 
@@ -481,6 +497,29 @@ def _resume_file(resume_from: Path) -> Path:
             f"holding {ADAPTER_FILE}"
         )
     return path
+
+
+def training_sets(
+    data_dir: Path, tokenizer: Any, mask_prompt: bool, history_calls: bool
+) -> tuple[Any, Any, dict[str, Any]]:
+    """The train and valid datasets of an mlx-lm data directory, and the loss and batching that go
+    with them (mlx-lm's own, or those of `turns` for history_calls), as keyword arguments of
+    mlx-lm's `train` and `evaluate`."""
+    if history_calls:
+        train_set = AssistantTurns(uncovered(_records(data_dir / "train.jsonl")), tokenizer)
+        valid_set = AssistantTurns(_records(data_dir / "valid.jsonl"), tokenizer, last_only=True)
+        return train_set, valid_set, {"loss": turn_loss, "iterate_batches": turn_batches}
+    from mlx_lm.tuner.datasets import load_dataset
+
+    data_args = types.SimpleNamespace(
+        data=str(data_dir), train=True, test=False, mask_prompt=mask_prompt, hf_dataset=None
+    )
+    train_set, valid_set, _ = load_dataset(data_args, cast(Any, tokenizer))
+    return train_set, valid_set, {}
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def _check_split_sizes(data_dir: Path, train_size: int, valid_size: int, batch_size: int) -> None:

@@ -1,0 +1,175 @@
+"""The learning curve: holdout pass rate of base and adapter against LoRA steps and training examples.
+
+Run after `make demo` (it needs the demo's learned base, its training window and its warehouse):
+
+    python bench/bench_lift.py   # steps 0, 16, 64, 256 and the demo's; 25, 50, 100 % of the examples
+    python bench/bench_lift.py --steps 0 32 128 --fractions 1.0
+
+Every point is the real code path: `train_adapter` (what `lora_adapter` runs) with the demo's LoRA
+settings on the demo's training window, then `evaluate_model` (what `replay_eval` runs) on the same
+held-out cases, constrained and free. The step curve is one training run read at its checkpoints
+(mlx-lm saves one every `save_every` steps), so it costs one run; each smaller share of the training
+examples is a run of its own at the demo's step count. Writes bench/lift.png and its section of
+bench/RESULTS.md: what more CPU minutes buy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from sections import write_section  # bench/sections.py, beside this script
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from assets.demo import DEMO_EVAL, DEMO_TRAINING  # noqa: E402
+from trajectory_pipeline.dataset.training_data import dedupe_across_days, write_window  # noqa: E402
+from trajectory_pipeline.evaluation.replay import ReplayConfig, evaluate_model, select_cases  # noqa: E402
+from trajectory_pipeline.training.trainer import CONFIG_FILE, TrainConfig, train_adapter  # noqa: E402
+
+DECODINGS = ("constrained", "free")
+
+
+def _subset(rows: pd.DataFrame, fraction: float, out: Path, seed: int = 0) -> Path:
+    """The window's data directory with a seeded `fraction` of its training rows (valid and test
+    whole), written as the trainer's window is."""
+    train = rows[rows["split"] == "train"]
+    kept = train.sample(frac=fraction, random_state=seed) if fraction < 1.0 else train
+    write_window(
+        pd.concat([kept, rows[rows["split"] != "train"]]), out, batch_size=DEMO_TRAINING["batch_size"]
+    )
+    return out
+
+
+def _rates(model: Path, adapter: Path | None, cases: list[Any]) -> dict[str, float]:
+    rates = {}
+    for decoding in DECODINGS:
+        config = ReplayConfig(**{**DEMO_EVAL, "decoding": decoding})
+        frame, _ = evaluate_model(
+            model, adapter, cases, config, model_name="candidate", adapter_id=None if adapter is None else "x"
+        )
+        rates[decoding] = float(frame["passed"].mean())
+    return rates
+
+
+def _checkpoint(run: Path, step: int, out: Path) -> Path:
+    """An adapter folder holding the run's weights at `step` (mlx-lm's numbered checkpoint)."""
+    out.mkdir(parents=True)
+    shutil.copy(run / f"{step:07d}_adapters.safetensors", out / "adapters.safetensors")
+    shutil.copy(run / CONFIG_FILE, out / CONFIG_FILE)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--model", type=Path, default=ROOT / "data" / "tiny-model")
+    parser.add_argument("--warehouse", type=Path, default=ROOT / "data" / "warehouse")
+    parser.add_argument("--steps", type=int, nargs="+", default=[0, 16, 64, 256])
+    parser.add_argument("--fractions", type=float, nargs="+", default=[0.25, 0.5, 1.0])
+    parser.add_argument("--cases", type=int, default=DEMO_EVAL["holdout_cases"])
+    args = parser.parse_args()
+    days = sorted((args.warehouse / "rendered_splits").glob("*.parquet"))
+    if not days or not args.model.is_dir():
+        print(f"no rendered_splits under {args.warehouse} or no model at {args.model}: run `make demo` first")
+        return 2
+    rows, _ = dedupe_across_days(pd.concat([pd.read_parquet(day) for day in days], ignore_index=True))
+    cases = select_cases(
+        rows, ReplayConfig(holdout_cases=args.cases, seen_exact_cases=0, seen_variant_cases=0)
+    )
+    demo_steps = int(DEMO_TRAINING["iters"])
+    steps = sorted(set(args.steps) | {demo_steps})
+    most = max(steps)
+    interval = _gcd([s for s in steps if s > 0])
+    base_config = TrainConfig(
+        **{**DEMO_TRAINING, "iters": most, "save_every": interval, "steps_per_eval": most}
+    )
+    points: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-lift-") as tmp:
+        scratch = Path(tmp)
+        data = _subset(rows, 1.0, scratch / "data")
+        started = time.perf_counter()
+        train_adapter(args.model, data, scratch / "run", base_config)
+        seconds = time.perf_counter() - started
+        for step in steps:
+            adapter = None if step == 0 else _checkpoint(scratch / "run", step, scratch / f"at-{step}")
+            points.append(
+                {"curve": "steps", "steps": step, "examples": 1.0, "minutes": seconds * step / most / 60}
+                | _rates(args.model, adapter, cases)
+            )
+            print(points[-1], flush=True)
+        for fraction in sorted(f for f in args.fractions if f < 1.0):
+            subset = _subset(rows, fraction, scratch / f"data-{fraction}")
+            config = dataclasses.replace(base_config, iters=demo_steps, save_every=demo_steps)
+            started = time.perf_counter()
+            train_adapter(args.model, subset, scratch / f"run-{fraction}", config)
+            minutes = (time.perf_counter() - started) / 60
+            points.append(
+                {"curve": "examples", "steps": demo_steps, "examples": fraction, "minutes": minutes}
+                | _rates(args.model, scratch / f"run-{fraction}", cases)
+            )
+            print(points[-1], flush=True)
+    frame = pd.DataFrame(points)
+    _plot(frame, demo_steps, ROOT / "bench" / "lift.png")
+    write_section(ROOT / "bench" / "RESULTS.md", "bench_lift", _section(frame, len(cases), demo_steps))
+    return 0
+
+
+def _gcd(values: list[int]) -> int:
+    import math
+
+    return math.gcd(*values) if values else 1
+
+
+def _plot(frame: pd.DataFrame, demo_steps: int, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    by_steps = frame[frame["curve"] == "steps"]
+    for decoding in DECODINGS:
+        left.plot(by_steps["steps"], by_steps[decoding] * 100, marker="o", label=decoding)
+    left.set(xlabel="LoRA steps (0: the base)", ylabel="holdout pass rate (%)", title="against steps")
+    by_examples = frame[frame["steps"] == demo_steps].sort_values("examples")
+    by_examples = by_examples[by_examples["curve"].isin(["examples"]) | (by_examples["examples"] == 1.0)]
+    for decoding in DECODINGS:
+        right.plot(by_examples["examples"] * 100, by_examples[decoding] * 100, marker="o", label=decoding)
+    right.set(xlabel="share of training examples (%)", title=f"against examples, {demo_steps} steps")
+    for axis in (left, right):
+        axis.grid(alpha=0.3)
+        axis.legend()
+    figure.tight_layout()
+    figure.savefig(out, dpi=100)
+
+
+def _section(frame: pd.DataFrame, cases: int, demo_steps: int) -> str:
+    lines = [
+        "## Learning curve (bench_lift.py)",
+        "",
+        f"Holdout pass rate on {cases} held-out decisions of the demo window, base (0 steps) and the "
+        f"demo's LoRA settings; the demo trains {demo_steps} steps. Plot: bench/lift.png.",
+        "",
+        "| curve | steps | training examples | CPU minutes | constrained | free |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in frame.to_dict("records"):
+        lines.append(
+            f"| {row['curve']} | {row['steps']} | {row['examples']:.0%} | {row['minutes']:.1f} | "
+            f"{row['constrained']:.1%} | {row['free']:.1%} |"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
