@@ -25,6 +25,7 @@ from trajectory_pipeline.evaluation.constrained import (
     MISTRAL,
     QWEN3_CODER,
     call_grammar,
+    declared_only,
     detect_convention,
     grammar_accepts,
     tool_call_processor,
@@ -334,3 +335,21 @@ def test_a_schema_that_does_not_compile_costs_only_its_own_tool(loaded: Any) -> 
     # The other tools keep their schemas: read_file still needs its file_path.
     text = '<tool_call>\n{"name": "read_file", "arguments": {"limit": 1}}\n</tool_call>'
     assert not grammar_accepts(tokenizer, [*TOOLS, broken], text)
+
+
+def test_declared_only_keeps_answers_to_the_declared_arguments(loaded: Any) -> None:
+    _, tokenizer = loaded
+
+    def read(arguments: str) -> str:
+        return f'<tool_call>\n{{"name": "read_file", "arguments": {arguments}}}\n</tool_call>'
+
+    closed = declared_only(TOOLS)
+    assert grammar_accepts(tokenizer, closed, read('{"file_path":"a","limit":3}'), HERMES)
+    assert not grammar_accepts(tokenizer, closed, read('{"file_path":"a","other":true}'), HERMES)
+    assert grammar_accepts(tokenizer, TOOLS, read('{"file_path":"a","other":true}'), HERMES)
+    # a schema that speaks of other properties keeps its word; one without properties stays open
+    loose = [
+        {"name": "x", "parameters": {"type": "object", "properties": {"a": {}}, "additionalProperties": True}}
+    ]
+    assert declared_only(loose) == loose
+    assert declared_only([{"name": "y"}]) == [{"name": "y"}] and declared_only(None) is None

@@ -259,6 +259,27 @@ def offered_calls(tools: Sequence[Mapping[str, Any]] | None) -> list[tuple[str, 
     return sorted(calls.items())
 
 
+def declared_only(tools: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]] | None:
+    """`tools` with every schema that names its properties and says nothing of others closed to
+    them (`additionalProperties: false`): a constrained answer then holds only the arguments a tool
+    declares, as strict function calling has it, instead of whatever keys a small model drifts into.
+    Schemas that allow or forbid extra properties explicitly keep their word."""
+    if tools is None:
+        return None
+    closed = []
+    for tool in tools:
+        function = dict(_function(tool))
+        parameters = function.get("parameters")
+        if (
+            isinstance(parameters, Mapping)
+            and parameters.get("properties")
+            and ("additionalProperties" not in parameters)
+        ):
+            function["parameters"] = {**parameters, "additionalProperties": False}
+        closed.append({**tool, "function": function} if "function" in tool else function)
+    return closed
+
+
 def call_grammar(
     tools: Sequence[Mapping[str, Any]] | None, convention: str, tag: Callable[[str], str] = _lit
 ) -> str:

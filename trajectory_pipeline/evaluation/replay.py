@@ -50,7 +50,12 @@ import pandas as pd
 from trajectory_pipeline.config import knob
 from trajectory_pipeline.dataset.render import parse_call_text
 from trajectory_pipeline.evaluation.answers import parse_answer
-from trajectory_pipeline.evaluation.constrained import CONVENTIONS, ToolCallProcessor, tool_call_processor
+from trajectory_pipeline.evaluation.constrained import (
+    CONVENTIONS,
+    ToolCallProcessor,
+    declared_only,
+    tool_call_processor,
+)
 from trajectory_pipeline.evaluation.schema import EVAL_COLUMNS, HOLDOUT, SEEN_EXACT, SEEN_VARIANT
 from trajectory_pipeline.evaluation.scoring import score_call
 from trajectory_pipeline.schema import canonical_json
@@ -83,6 +88,11 @@ class ReplayConfig:
         "constrained",
         "constrained: every answer is one call of an offered tool with schema-valid arguments; "
         "free: the model's own tokens.",
+    )
+    extra_arguments: bool = knob(
+        False,
+        "Constrained answers may hold arguments a tool does not declare, where its schema allows; "
+        "off: only the declared ones.",
     )
     call_convention: str | None = knob(
         None,
@@ -457,9 +467,10 @@ def generate_answers(
     def processors(index: int) -> list[Any]:
         if config.decoding == "free":
             return []
+        offered = tools[index] if tools is not None else None
         processor = tool_call_processor(
             tokenizer,
-            tools[index] if tools is not None else None,
+            offered if config.extra_arguments else declared_only(offered),
             config.call_convention,
             max_tokens=config.max_tokens,
         )
