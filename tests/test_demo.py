@@ -6,11 +6,16 @@ opens the same instance in the Dagster UI.
     .venv/bin/python -m pytest tests/test_demo.py
 """
 
+import hashlib
+import json
+from pathlib import Path
+
 import dagster as dg
 import pandas as pd
 import pytest
 
 from tests.conftest import DemoRun
+from trajectory_pipeline.dataset.render import prompt_and_target
 
 
 @pytest.mark.slow
@@ -40,3 +45,49 @@ def test_demo_materializes_every_sample_day_through_the_instance(
     assert (root / "tiny-model" / "pretraining.json").exists()
     assert (root / "mlx" / "sample-window" / "manifest.json").exists()
     assert len(list((root / "artifacts" / "adapters").glob("*/adapter/adapters.safetensors"))) == 1
+
+
+def _keys(records: list[str]) -> tuple[set[str], set[str]]:
+    """sha256 of each record's prompt and of its target, as rendered_splits hashes them."""
+    prompts, targets = set(), set()
+    for line in records:
+        prompt, target = prompt_and_target(json.loads(line))
+        prompts.add(hashlib.sha256(prompt.encode()).hexdigest())
+        targets.add(hashlib.sha256(target.encode()).hexdigest())
+    return prompts, targets
+
+
+def _rendered(warehouse: Path) -> pd.DataFrame:
+    return pd.concat(
+        pd.read_parquet(day) for day in sorted((warehouse / "rendered_splits").glob("*.parquet"))
+    )
+
+
+def _lines(folder: Path, splits: tuple[str, ...] = ("train", "valid")) -> list[str]:
+    return [line for split in splits for line in (folder / f"{split}.jsonl").read_text().splitlines() if line]
+
+
+@pytest.mark.slow
+def test_no_held_out_session_prompt_or_target_reaches_any_training(demo_run: DemoRun) -> None:
+    """The base learned from other people's sessions alone, the adapter from the window's training
+    split: no held-out session, prompt or target of the demo window is in either's training data."""
+    root = demo_run.root
+    assert demo_run.result.returncode == 0, demo_run.result.stderr[-3000:]
+    window = pd.concat(
+        pd.read_parquet(p) for p in sorted((root / "warehouse" / "rendered_splits").glob("*.parquet"))
+    )
+    held = window[window["split"] == "test"]
+    assert len(held) > 0
+    base_rows = pd.concat(
+        pd.read_parquet(p)
+        for p in sorted((root / "base" / "warehouse" / "rendered_splits").glob("*.parquet"))
+    )
+    assert not set(held["session_id"]) & set(base_rows["session_id"])
+    base_prompts, base_targets = _keys(_lines(root / "base" / "mlx"))
+    assert not set(held["prompt_hash"]) & base_prompts
+    assert not set(held["target_hash"]) & base_targets
+    (data,) = (root / "artifacts" / "adapters").glob("*/data")
+    adapter_prompts, _ = _keys(_lines(data))
+    assert not set(held["prompt_hash"]) & adapter_prompts
+    trained = _lines(data, ("train",))
+    assert not {row for row in held["record"]} & set(trained)
