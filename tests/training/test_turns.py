@@ -20,7 +20,13 @@ from trajectory_pipeline.dataset.render import RenderConfig, render
 from trajectory_pipeline.sample.tiny_model import TinyModelSpec, build_tiny_model
 from trajectory_pipeline.schema import canonical_json
 from trajectory_pipeline.training.trainer import TrainConfig, train_adapter
-from trajectory_pipeline.training.turns import AssistantTurns, turn_batches, turn_loss, uncovered
+from trajectory_pipeline.training.turns import (
+    AssistantTurns,
+    decision_key,
+    turn_batches,
+    turn_loss,
+    uncovered,
+)
 
 
 def _attempt(session: str, calls: int) -> list[dict[str, Any]]:
@@ -61,11 +67,21 @@ def test_only_the_last_decision_of_an_attempt_is_kept() -> None:
 def test_every_assistant_turn_is_a_target(tokenizer_and_model: tuple[Any, Path]) -> None:
     tokenizer, _ = tokenizer_and_model
     record = _attempt("a", 4)[-1]
-    tokens, spans = AssistantTurns([record], tokenizer).process(record)
+    decisions = frozenset(decision_key(r["messages"], r.get("tools")) for r in _attempt("a", 4))
+    tokens, spans = AssistantTurns([record], tokenizer, decisions=decisions).process(record)
     assert len(spans) == 4  # three calls in the history, then the decision
     for start, end in spans:
         turn = tokenizer.decode(tokens[start:end])
         assert turn.startswith("<tool_call>") and '"read_file"' in turn
+
+
+def test_a_call_that_is_no_decision_is_no_target(tokenizer_and_model: tuple[Any, Path]) -> None:
+    """A history can hold a call that is no decision to learn (a refused one, say): not a target."""
+    tokenizer, _ = tokenizer_and_model
+    records = _attempt("a", 4)
+    decisions = frozenset(decision_key(r["messages"], r.get("tools")) for r in records if r is not records[1])
+    _, spans = AssistantTurns(records[-1:], tokenizer, decisions=decisions).process(records[-1])
+    assert len(spans) == 3
 
 
 def test_the_decision_alone_is_what_mask_prompt_trains_on(tokenizer_and_model: tuple[Any, Path]) -> None:
@@ -144,7 +160,8 @@ def test_a_template_that_renders_turns_differently_is_refused(tokenizer_and_mode
         def apply_chat_template(self, messages: list[Any], **kwargs: Any) -> list[int]:
             return [len(messages), *tokenizer.apply_chat_template(messages, **kwargs)]
 
-    record = _attempt("a", 2)[-1]
+    records = _attempt("a", 2)
+    decisions = frozenset(decision_key(r["messages"], r.get("tools")) for r in records)
     with pytest.raises(TemplateError, match="history_calls off"):
-        AssistantTurns([record], Shifty()).process(record)
+        AssistantTurns(records[-1:], Shifty(), decisions=decisions).process(records[-1])
     assert mx.array([1]).item() == 1

@@ -173,6 +173,12 @@ class DecisionConfig:
         "You are a coding agent working in {repo}. Decide the next tool call.",
         "The first message of every history; may use {repo} and {cwd}.",
     )
+    agent_text: bool = knob(
+        True,
+        "Keep what the agent wrote around its earlier calls in the history; off keeps only the calls "
+        "and their results: fewer tokens for a small model, and the records of one attempt then "
+        "extend each other (what history_calls training relies on).",
+    )
     include_sidechain: bool = knob(
         False,
         "Also make decision points of sub-agent (sidechain) calls, each decided in the sub-agent's own "
@@ -365,7 +371,7 @@ class _Conversation:
                     prompt_parts.extend([text] if text else [])
                 elif text:
                     self._append({"role": "user", "content": text}, None)
-            elif kind == "message" and role == "assistant" and text and text.strip():
+            elif kind == "message" and role == "assistant" and text and text.strip() and config.agent_text:
                 if turn is not None:  # text after calls starts the next turn
                     close_turn()
                 turn_text.append(text.strip())  # Claude Code writes "\n\n" between blocks

@@ -63,7 +63,13 @@ from typing import Any, cast
 from trajectory_pipeline.config import knob
 from trajectory_pipeline.dataset.mlx_data import MANIFEST_NAME, read_manifest
 from trajectory_pipeline.parquet_io import ensure_private_dir, make_private_tree
-from trajectory_pipeline.training.turns import AssistantTurns, turn_batches, turn_loss, uncovered
+from trajectory_pipeline.training.turns import (
+    AssistantTurns,
+    decision_key,
+    turn_batches,
+    turn_loss,
+    uncovered,
+)
 
 FINE_TUNE_TYPES = ("lora", "dora", "full")
 OPTIMIZERS = ("adam", "adamw", "muon", "sgd", "adafactor")
@@ -506,7 +512,9 @@ def training_sets(
     with them (mlx-lm's own, or those of `turns` for history_calls), as keyword arguments of
     mlx-lm's `train` and `evaluate`."""
     if history_calls:
-        train_set = AssistantTurns(uncovered(_records(data_dir / "train.jsonl")), tokenizer)
+        records = _records(data_dir / "train.jsonl")
+        decisions = frozenset(decision_key(r["messages"], r.get("tools")) for r in records)
+        train_set = AssistantTurns(uncovered(records), tokenizer, decisions=decisions)
         valid_set = AssistantTurns(_records(data_dir / "valid.jsonl"), tokenizer, last_only=True)
         return train_set, valid_set, {"loss": turn_loss, "iterate_batches": turn_batches}
     from mlx_lm.tuner.datasets import load_dataset

@@ -5,12 +5,14 @@ A rendered record is one decision: the history before a tool call, then the call
 histories repeat each other, and a step spends most of its tokens on prompts it does not learn
 from. The calls in a record's history are decisions of the same attempt, made on the same
 context (the history before them), so they can be learned from the same forward pass: this
-module marks every assistant turn's tokens as targets, and keeps only the records that no other
-record of the window holds whole (the last decision of each attempt, unless the history budget
-dropped its beginning). On the sample corpus that is about five times the decisions per token.
+module marks the tokens of every assistant turn that is itself one of the window's training
+decisions as targets (a refused call in a history is not), and keeps only the records that no
+other record of the window holds whole (the last decision of each attempt, when the history budget
+holds the attempt and the history keeps only calls and results: `DecisionConfig.agent_text` off).
+On the sample corpus that is about five times the decisions per token.
 
-    records = uncovered(records)                      # drop records another one contains
-    dataset = AssistantTurns(records, tokenizer)      # (tokens, target mask) per record
+    decisions = frozenset(decision_key(r["messages"], r.get("tools")) for r in records)
+    dataset = AssistantTurns(uncovered(records), tokenizer, decisions=decisions)  # (tokens, spans)
     train(..., train_dataset=CacheDataset(dataset), loss=turn_loss, iterate_batches=turn_batches)
 
 Validation keeps scoring the decision alone (`AssistantTurns(..., last_only=True)`), so a
@@ -43,6 +45,11 @@ def _comparable(message: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
+def decision_key(messages: Sequence[dict[str, Any]], tools: Any = None) -> str:
+    """What identifies a decision: its messages (the target last) without ids, and its tools."""
+    return repr(([_comparable(m) for m in messages], tools))
+
+
 def uncovered(records: Sequence[Record]) -> list[Record]:
     """The records whose messages are not the beginning of another record's (with the same tools):
     what remains holds every call once, with the longest history the window kept for it."""
@@ -65,12 +72,22 @@ def uncovered(records: Sequence[Record]) -> list[Record]:
 
 
 class AssistantTurns:
-    """Records as (tokens, target mask): every assistant turn's tokens are targets (or the last's
-    alone with `last_only`). Indexable as mlx-lm's datasets are, for its `CacheDataset`."""
+    """Records as (tokens, target spans): the assistant turns that are decisions of `decisions`
+    (`decision_key`s: the window's training records; a history also holds calls that are no
+    decision to learn, such as a refused one) are targets, or the last turn alone with
+    `last_only`. Indexable as mlx-lm's datasets are, for its `CacheDataset`."""
 
-    def __init__(self, records: Sequence[Record], tokenizer: Any, *, last_only: bool = False) -> None:
+    def __init__(
+        self,
+        records: Sequence[Record],
+        tokenizer: Any,
+        *,
+        decisions: frozenset[str] = frozenset(),
+        last_only: bool = False,
+    ) -> None:
         self._records = list(records)
         self._tokenizer = tokenizer
+        self._decisions = decisions
         self._last_only = last_only
 
     def __len__(self) -> int:
@@ -90,9 +107,18 @@ class AssistantTurns:
         """The record's tokens and the (start, end) token spans of its target turns."""
         messages, tools = record["messages"], record.get("tools")
         tokens = self._tokens(messages, tools)
-        turns = [i for i, message in enumerate(messages) if message.get("role") == "assistant"]
+        last = len(messages) - 1
+        turns = [
+            i
+            for i, message in enumerate(messages)
+            if message.get("role") == "assistant"
+            and (
+                i == last
+                or (not self._last_only and decision_key(messages[: i + 1], tools) in self._decisions)
+            )
+        ]
         spans = []
-        for i in turns[-1:] if self._last_only else turns:
+        for i in turns:
             start = len(self._tokens(messages[:i], tools, open_turn=True))
             through = self._tokens(messages[: i + 1], tools)
             if tokens[: len(through)] != through:
