@@ -16,8 +16,8 @@ decisions better than the model it started from. So:
    decisions under constrained decoding. The closing table holds the demo's targets, read from
    replay_eval's own rows.
 
-Both models see the same records: histories kept short (tool results of 300 characters, 3,000 in
-all; `decision_points` run config), which a CPU can train on in minutes.
+Both models see the same records, rendered for a small model (`decision_points` run config): the
+calls and their results (capped at 200 characters) without the agent's prose.
 
     DAGSTER_HOME=$PWD/.dagster_home trajectory-pipeline demo
 """
@@ -60,8 +60,10 @@ from trajectory_pipeline.sample.tiny_base import (
 from trajectory_pipeline.sample.tiny_model import TinyModelSpec, build_tiny_model, corpus_texts
 
 BATCH_SIZE = 4  # mlx-lm's default; the data directory must hold a batch in every split
-# Short histories, for both models alike: what a CPU can train on in a few minutes.
-DEMO_DECISIONS: dict[str, Any] = {"max_result_chars": 300, "history_budget_chars": 3000}
+# Histories for a small model, for both models alike: calls and their results (capped), without
+# the agent's prose, whole attempts where they fit, so an attempt's records extend each other and
+# `history_calls` learns every call of an attempt from its last record.
+DEMO_DECISIONS: dict[str, Any] = {"max_result_chars": 200, "history_budget_chars": 6000, "agent_text": False}
 # The bundled tiny model as the demo builds it: on a CPU its cost is set by length and depth, not
 # width, so it is wide and shallow, with a vocabulary that writes paths and commands in few tokens.
 DEMO_MODEL = TinyModelSpec(
