@@ -851,6 +851,14 @@ def _inspected_files(call: CanonicalCall, klass: str, shell_intent: str | None) 
     return ()
 
 
+def call_files(call: CanonicalCall) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The files a canonical call reads and the files it changes, as the call names them (the rules
+    `files_inspected` and `files_edited` follow; rendering's state summary reuses them)."""
+    klass = action_class(call)
+    intent = command_intent(shell_command(call)) if call.name == "run_shell" else None
+    return _inspected_files(call, klass, intent), _edited_files(call)
+
+
 def _edited_files(call: CanonicalCall) -> tuple[str, ...]:
     args = call.arguments
     if call.name in ("edit_file", "write_file"):
