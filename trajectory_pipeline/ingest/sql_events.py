@@ -39,7 +39,9 @@ day cost its own rows (without them, a few scans of the table per pass of days).
 kept untimed and quarantined as `implausible_timestamp`, as the file sources do). On a text `ts`
 (and on SQLite, which stores times as text) the bounds are dates a day wider than the span, since
 text with offsets does not sort as time, and the exact day of each session is decided here from
-the parsed times. Rows stream in batches of `batch_rows` through a server-side cursor where the
+the parsed times (a text that is no time but sorts like an earlier date, `2020-junk`, makes its
+session look started then, and no day reads it: use a timestamp column where that can happen).
+Rows stream in batches of `batch_rows` through a server-side cursor where the
 driver has one (`stream_results`, `yield_per`); a session's rows are held until the next session
 starts, so memory holds one batch and one session, whatever the day.
 
