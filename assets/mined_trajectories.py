@@ -25,6 +25,7 @@ from resources.parquet_io_manager import spool_root
 from resources.privacy import private_metadata
 from trajectory_pipeline.day_stages import DayEvents, mine_days
 from trajectory_pipeline.mining.attempts import MiningConfig
+from trajectory_pipeline.mining.landing import OUTCOMES
 from trajectory_pipeline.parquet_io import SpooledParquet, spool_dir
 
 KEPT_TIERS = ("gold", "silver")
@@ -37,7 +38,7 @@ AUDITED_COLUMNS = [
 ]
 PREVIEW_COLUMNS = ["source", "repo", "intent", "tier", "quality", "shape", "tool_calls", "instruction"]
 # What the per-day metadata reads of every attempt (the rest stays in the worker that mined it).
-SUMMARY_COLUMNS = ["source", "family_id", "repo", "intent", "shape", "tier_reasons"]
+SUMMARY_COLUMNS = ["source", "family_id", "repo", "intent", "shape", "tier_reasons", "landed_commit"]
 
 
 _MiningKnobs: Any = derive("MiningKnobs", MiningConfig)
@@ -111,7 +112,7 @@ def mined_trajectories(
             audited.append((day.key, day.sessions, day.columns[AUDITED_COLUMNS]))
             context.log.info(describe_day(day.key, day.sessions, day.columns))
             context.add_asset_metadata(
-                private_metadata(mining_metadata(day.columns, day.head)),
+                private_metadata(mining_metadata(day.columns, day.head, day.landings)),
                 asset_key=NAME,
                 partition_key=day.key,
             )
@@ -198,8 +199,11 @@ def guard_recoveries(
     )
 
 
-def mining_metadata(attempts: pd.DataFrame, head: pd.DataFrame) -> dict[str, Any]:
-    """From every attempt's SUMMARY_COLUMNS, and the first attempts whole for the preview."""
+def mining_metadata(
+    attempts: pd.DataFrame, head: pd.DataFrame, landings: dict[str, int] | None = None
+) -> dict[str, Any]:
+    """From every attempt's SUMMARY_COLUMNS, the first attempts whole for the preview, and the git
+    check's outcomes (mining/landing.py: landed, no_commit, no_repository, ...)."""
     families = attempts["family_id"].value_counts()
     top = attempts.drop_duplicates("family_id").set_index("family_id").loc[families.index[:10]]
     top_families = top[["repo", "intent", "shape"]].assign(attempts=families.iloc[:10].to_numpy())
@@ -212,6 +216,11 @@ def mining_metadata(attempts: pd.DataFrame, head: pd.DataFrame) -> dict[str, Any
             Counter(zip(attempts["source"], attempts["tier"], strict=True)), ("source", "tier", "attempts")
         ),
         "tier_reasons": counter_md(reasons, ("reason", "attempts")),
+        "landed_in_commit": int(attempts["landed_commit"].notna().sum()),
+        "git_outcomes": counter_md(
+            Counter({o: (landings or {}).get(o, 0) for o in OUTCOMES if (landings or {}).get(o)}),
+            ("outcome", "attempts with edits"),
+        ),
         "families": int(families.size),
         "repeated_families": int((families > 1).sum()),
         "top_families": frame_md(top_families.reset_index()),

@@ -72,6 +72,7 @@ def raw_sessions(
     context: dg.AssetExecutionContext, config: IngestConfig, session_sources: SessionSources
 ) -> tuple[dg.Output[Any], dg.Output[Any]]:
     roots = session_sources.roots(private_log(context.log))
+    stores = session_sources.stores(private_log(context.log))
     options = to_core(IngestOptions, config)
     redactor = options.redactor()
     try:
@@ -90,6 +91,7 @@ def raw_sessions(
             max_line_bytes=options.max_line_bytes,
             files=files,
             workers=resolve_workers(config.workers),
+            stores=stores,
         )
     events: dict[str, SpooledParquet] = {}
     quarantine: dict[str, SpooledParquet] = {}
@@ -126,7 +128,9 @@ def _report_partition(
 def describe_day(stats: IngestStats) -> str:
     return (
         f"{stats.day}: {stats.sessions} sessions, {stats.rows} events from {stats.files_read} files "
-        f"({stats.files_skipped.total()} skipped), {stats.quarantined.total()} lines quarantined, "
+        f"({stats.files_skipped.total()} skipped)"
+        + (f" and {stats.database_rows.total()} database rows" if stats.database_rows else "")
+        + f", {stats.quarantined.total()} lines quarantined, "
         f"{stats.redactions.total()} redactions"
     )
 
@@ -148,6 +152,8 @@ def events_metadata(stats: IngestStats, spooled: SpooledParquet) -> dict[str, An
         "files_read": stats.files_read,
         "files_skipped": stats.files_skipped.total(),
         "files_skipped_by_reason": counter_md(stats.files_skipped, ("reason", "files")),
+        "database_rows_read": stats.database_rows.total(),
+        "database_rows_by_table": counter_md(stats.database_rows, ("table", "rows")),
         "quarantined_lines": stats.quarantined.total(),
         "redactions": stats.redactions.total(),
         "redactions_by_kind": counter_md(stats.redactions, ("kind", "count")),

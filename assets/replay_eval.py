@@ -140,6 +140,8 @@ def _metadata(outcome: EvalOutcome) -> dict[str, Any]:
         "reason": decision.reason,
         **headline,
         "cases": outcome.cases,
+        # "tool_name" when the window was rendered with target_mode tool_choice (the report says so)
+        "scored_on": outcome.scored_on,
         "summary": frame_md(outcome.summary[columns].round(3)),
         # The report's chart link is relative to its folder; in the UI the image travels inline.
         "report": dg.MetadataValue.md(

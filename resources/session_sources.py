@@ -1,4 +1,4 @@
-"""Where transcripts are read from: one root folder per transcript format.
+"""Where transcripts are read from: one root folder per transcript format, and the SQL event store.
 
 The fields are made from the format registry (`trajectory_pipeline/ingest/formats.py`): one
 `<source>_root` per format, whose default is read at run time from `TRAJECTORY_<SOURCE>_ROOT`,
@@ -7,6 +7,11 @@ else the folder the tool writes to. Set a field in a launchpad run to override b
 An empty value turns a source off. A root that does not exist is skipped with a log
 line (most people run one or two of these agents); a root that exists but cannot be
 read is an error, since silently skipping it would lose data.
+
+The `sql_events_*` fields (a database of agent events, `trajectory_pipeline/ingest/sql_events.py`)
+are derived from the core's `SqlEventsConfig`: unset, they come from `TRAJECTORY_SQL_EVENTS_*`;
+`stores()` gives the configured event stores, checked (a database that cannot be read stops the
+run, naming it without its password).
 """
 
 from __future__ import annotations
@@ -19,9 +24,12 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
+from resources.core_config import derive, to_core
 from resources.privacy import private_failure
 from trajectory_pipeline.ingest.days import SourceRoot
 from trajectory_pipeline.ingest.formats import FORMATS
+from trajectory_pipeline.ingest.sql_events import SqlEventsConfig, SqlEventStore
+from trajectory_pipeline.ingest.stores import StoreError
 
 
 def _root_fields() -> Any:
@@ -40,10 +48,11 @@ def _root_fields() -> Any:
 
 
 _SourceRoots: Any = _root_fields()
+_SourceFields: Any = derive("SessionSourceFields", SqlEventsConfig, base=_SourceRoots)
 
 
-class SessionSources(_SourceRoots):
-    """The root folders that hold each agent's transcripts."""
+class SessionSources(_SourceFields):
+    """The root folders that hold each agent's transcripts, and the database of agent events."""
 
     def configured(self) -> dict[str, str]:
         """Each source's root: the field when set, else its variable, else its default folder."""
@@ -79,3 +88,17 @@ class SessionSources(_SourceRoots):
                 ) from None
             found.append(SourceRoot(source, root))
         return found
+
+    def stores(self, log: logging.Logger | dg.DagsterLogManager | None = None) -> list[SqlEventStore]:
+        """The event stores to read, each connected to and checked (one log line each); a store
+        that cannot be read, or a bad column mapping, fails the run naming it without its password."""
+        try:
+            store = to_core(SqlEventsConfig, self).store()
+            if store is None:
+                return []
+            described = store.check()
+        except StoreError as err:
+            raise private_failure(str(err)) from None
+        if log is not None:
+            log.info(described)
+        return [store]

@@ -31,6 +31,7 @@ from trajectory_pipeline.decisions.points import DECISION_SCHEMA
 from trajectory_pipeline.evaluation.schema import EVAL_RESULT_SCHEMA, LANES, MODELS
 from trajectory_pipeline.evaluation.scoring import FAILURES, INTENT_MATCH_CLASSES, OPTIONAL_KEYS
 from trajectory_pipeline.ingest.formats import SOURCES
+from trajectory_pipeline.ingest.stores import STORES
 from trajectory_pipeline.mining.actions import ACTION_CLASSES
 from trajectory_pipeline.mining.attempts import INTENTS, TIERS, TRAJECTORY_SCHEMA
 from trajectory_pipeline.mining.verification import INTENTS as SHELL_INTENTS
@@ -70,7 +71,7 @@ NAMED_VALUES: dict[str, tuple[str, ...]] = {
     "call conventions": CONVENTIONS,
     "lanes": LANES,
     "models": MODELS,
-    "sources": SOURCES,
+    "sources": SOURCES + tuple(STORES),
     "event roles": ROLES,
     "event kinds": KINDS,
 }

@@ -6,6 +6,9 @@ loads that very file as $DAGSTER_HOME/dagster.yaml with its DAGSTER_PG_* variabl
 server, materializes one day of the ingest assets through the instance, and reads the run and its
 materializations back from a fresh instance and from the tables themselves. Then the adapter
 registry works in the same database, beside Dagster's tables, through a postgresql+psycopg2 URL.
+And the `sql_events` source reads agent events from it: a timestamp column and JSON through a
+server-side cursor, the README's example view over a JSON-payload table, read-only, its password
+in no byte of the instance.
 
 Skipped, saying why, only where PostgreSQL cannot be installed (`make test` installs Debian's
 `postgresql` package as root when it is missing; the fixture tries the same).
@@ -18,12 +21,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import re
 import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
+import orjson
 import pandas as pd
 import pytest
 import sqlalchemy as sa
@@ -36,8 +41,13 @@ from resources.adapter_registry import AdapterRegistryResource
 from resources.parquet_io_manager import ParquetIOManager
 from resources.session_sources import SessionSources
 from tests.conftest import REPO_ROOT
+from tests.ingest.event_tables import DAY_ROWS, GITHUB_TOKEN, as_timestamps, create_events_table, insert
 from tests.postgres_server import PostgresServer, PostgresUnavailable, install_from_debian, running_postgres
+from trajectory_pipeline import settings
+from trajectory_pipeline.ingest import sql_events
+from trajectory_pipeline.ingest.days import day_bounds
 from trajectory_pipeline.ingest.formats import FORMATS
+from trajectory_pipeline.ingest.sql_events import SqlEventStore
 from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
 from trajectory_pipeline.training.registry import SCHEMA_VERSION, AdapterRecord, AdapterRow
 
@@ -194,3 +204,199 @@ def test_the_adapter_registry_shares_the_database_with_dagster(
     assert {"adapters", "registry_schema_version", "runs", "event_logs", "alembic_version"} <= tables
     assert version == SCHEMA_VERSION
     assert columns == {c.name for c in AdapterRow.__table__.columns}
+
+
+# --- the sql_events source -------------------------------------------------------------------
+
+EVENTS_DAY = dt.date(2026, 11, 20)
+READER_PASSWORD = "rd-Pw9-unmistakable-x7Q"
+
+
+@pytest.fixture(scope="module")
+def agent_events(engine: sa.Engine) -> sa.Table:
+    """agents.agent_events: a timestamptz `ts`, a JSON `tool_input`, the advised indexes, and a
+    thousand rows of other days around the day's."""
+    with engine.begin() as conn:
+        conn.execute(sa.text("CREATE SCHEMA IF NOT EXISTS agents"))
+    table = create_events_table(engine, timestamps=True, json_input=True, schema="agents")
+    rows = [{**row, "tool_input": sa_json(row.get("tool_input"))} for row in as_timestamps(DAY_ROWS)]
+    noise = [
+        {
+            "session_id": f"other-{i}",
+            "ts": datetime(2026, 11, 1 + i % 18, 8, tzinfo=UTC),
+            "role": "user",
+            "text": "another day",
+        }
+        for i in range(1000)
+    ]
+    insert(engine, table, rows + noise)
+    with engine.begin() as conn:
+        conn.execute(sa.text("CREATE INDEX ON agents.agent_events (ts)"))
+        conn.execute(sa.text("CREATE INDEX ON agents.agent_events (session_id, ts)"))
+    return table
+
+
+def sa_json(text: str | None) -> object:
+    return None if text is None else orjson.loads(text)
+
+
+def test_sql_events_streams_only_the_days_sessions_from_postgres(
+    server: PostgresServer, engine: sa.Engine, agent_events: sa.Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    handed: list[int] = []
+    real_session = sql_events._Reader.session
+
+    def counted(self: sql_events._Reader, rows: list[object]) -> object:
+        handed.append(len(rows))
+        return real_session(self, rows)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sql_events._Reader, "session", counted)
+    store = SqlEventStore(server.url(), table="agents.agent_events", batch_rows=2)
+    assert "ts as timestamp" in store.check()
+    items = store.read(*day_bounds(EVENTS_DAY))
+    first = next(items)
+    # Mid-read: the rows come through a server-side cursor, two at a time.
+    with engine.connect() as conn:
+        queries = conn.execute(
+            sa.text("SELECT query FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datname = :db"),
+            {"db": server.database},
+        ).scalars()
+        assert any(re.match(r"FETCH FORWARD 2 FROM", query or "") for query in queries)
+    events = [first, *items]
+    # The database gave only the day's sessions (a timestamp column filters exactly): s1, s2, s4.
+    assert sorted(handed) == [2, 2, 5]
+    assert sorted({e.session_id for e in events}) == ["s1", "s2", "s4"]
+    (call,) = [e for e in events if e.tool_call_id == "c1" and e.kind == "tool_call"]
+    assert call.tool_input == '{"path":"src/parse.py"}'  # a JSON column, canonical
+    assert call.ts == day_bounds(EVENTS_DAY)[0] + (10 * 3600 + 5) * 1_000_000
+
+
+def test_sql_events_connections_are_read_only(server: PostgresServer, agent_events: sa.Table) -> None:
+    engine = SqlEventStore(server.url(), table="agents.agent_events").engine()
+    try:
+        with engine.connect() as conn, pytest.raises(sa.exc.InternalError, match="read-only transaction"):
+            conn.execute(sa.text("DELETE FROM agents.agent_events"))
+    finally:
+        engine.dispose()
+
+
+def _readme_view() -> str:
+    readme = (REPO_ROOT / "README.md").read_text()
+    (view,) = [
+        block for block in re.findall(r"```sql\n(.*?)```", readme, re.DOTALL) if "CREATE VIEW" in block
+    ]
+    return view
+
+
+def test_the_readme_view_reads_a_json_payload_table_into_raw_sessions(
+    server: PostgresServer, engine: sa.Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's example view, run as written, over a table whose events are one JSON payload;
+    a day materialized from it through the `reader` role, whose password no stored byte holds."""
+    with engine.begin() as conn:
+        conn.execute(sa.text(f"CREATE ROLE reader LOGIN PASSWORD '{READER_PASSWORD}'"))
+        conn.execute(
+            sa.text(
+                "CREATE TABLE platform_events (id bigserial PRIMARY KEY, conversation_id text, "
+                "created_at timestamptz, payload jsonb)"
+            )
+        )
+        payloads = [
+            (
+                "conv-1",
+                "2026-11-20T09:00:00Z",
+                {"type": "user_message", "content": f"fix it {GITHUB_TOKEN}", "workdir": "/srv/app"},
+            ),
+            (
+                "conv-1",
+                "2026-11-20T09:00:01Z",
+                {
+                    "type": "tool_call",
+                    "tool": {"name": "bash", "call_id": "k1", "args": {"command": "pytest -q"}},
+                },
+            ),
+            (
+                "conv-1",
+                "2026-11-20T09:00:04Z",
+                {
+                    "type": "tool_result",
+                    "tool": {"name": "bash", "call_id": "k1"},
+                    "content": "1 passed",
+                    "exit_code": "0",
+                },
+            ),
+            (
+                "conv-1",
+                "2026-11-20T09:00:05Z",
+                {"type": "tool_result", "content": "odd", "exit_code": "zero"},
+            ),
+            (None, "2026-11-20T09:30:00Z", {"type": "user_message", "content": "lost"}),
+        ]
+        for conversation, created, payload in payloads:
+            conn.execute(
+                sa.text(
+                    "INSERT INTO platform_events (conversation_id, created_at, payload) "
+                    "VALUES (:c, :t, CAST(:p AS jsonb))"
+                ),
+                {"c": conversation, "t": created, "p": sa_json_text(payload)},
+            )
+        conn.execute(sa.text(_readme_view()))
+
+    reader_url = sa.engine.URL.create(
+        "postgresql+psycopg2",
+        username="reader",
+        password=READER_PASSWORD,
+        host=server.host,
+        port=server.port,
+        database=server.database,
+    ).render_as_string(hide_password=False)
+    monkeypatch.setenv(settings.SQL_EVENTS_URL.name, reader_url)
+    monkeypatch.setenv(settings.SQL_EVENTS_TABLE.name, "agent_events")
+    monkeypatch.delenv(settings.SQL_EVENTS_COLUMNS.name, raising=False)
+    off = {f"{source}_root": "" for source in FORMATS}
+    day = EVENTS_DAY.isoformat()
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = dg.materialize(
+            [raw_sessions],
+            partition_key=day,
+            instance=instance,
+            resources={
+                "io_manager": ParquetIOManager(base_dir=str(tmp_path / "warehouse")),
+                "session_sources": SessionSources(**off),
+            },
+        )
+        assert result.success
+        stored = "\n".join(dg.serialize_value(record) for record in instance.all_logs(result.run_id))
+        failed = dg.materialize(
+            [raw_sessions],
+            partition_key=day,
+            instance=instance,
+            resources={
+                "io_manager": ParquetIOManager(base_dir=str(tmp_path / "warehouse2")),
+                "session_sources": SessionSources(**off, sql_events_table="no_such_view"),
+            },
+            raise_on_error=False,
+        )
+        assert not failed.success
+        stored += "\n".join(dg.serialize_value(record) for record in instance.all_logs(failed.run_id))
+    assert READER_PASSWORD not in stored and "reader:***@" in stored and "no such table or view" in stored
+
+    events = pd.read_parquet(tmp_path / "warehouse" / "raw_sessions" / f"{day}.parquet")
+    assert list(events["kind"]) == ["message", "tool_call", "tool_result"]
+    assert list(events["role"]) == ["user", "assistant", "tool"]
+    assert events["tool_input"].iloc[1] == '{"command":"pytest -q"}' and events["exit_code"].iloc[2] == 0
+    assert events["cwd"].iloc[0] == "/srv/app" and events["repo"].iloc[0] == "app"
+    assert GITHUB_TOKEN not in events["text"].iloc[0]
+    quarantine = pd.read_parquet(tmp_path / "warehouse" / "raw_sessions_quarantine" / f"{day}.parquet")
+    assert sorted(quarantine["reason"]) == ["missing_session_id", "wrong_field_type"]
+    assert all(excerpt.startswith("agent_events event_id=") for excerpt in quarantine["excerpt"])
+    metadata = {
+        m.asset_key.to_user_string(): m.metadata
+        for m in result.asset_materializations_for_node("raw_sessions")
+    }
+    assert metadata["raw_sessions"]["database_rows_read"].value == 5
+    assert metadata["raw_sessions"]["sessions"].value == 1
+
+
+def sa_json_text(value: object) -> str:
+    return orjson.dumps(value).decode()

@@ -83,6 +83,7 @@ class MinedDay(NamedTuple):
     sessions: int  # the day's sessions in raw_sessions, attempts or not
     columns: pd.DataFrame  # every attempt, the requested columns only
     head: pd.DataFrame  # the first attempts, every column
+    landings: dict[str, int]  # the git check's outcomes of the attempts with edits (mining/landing.py)
 
 
 class DayPoints(NamedTuple):
@@ -142,7 +143,8 @@ def _store(table: pa.Table, schema: pa.Schema, dest: Path) -> None:
 def _mine(task: _MineTask) -> MinedDay:
     # Arrow from file to file: only the columns mining reads, and no pandas frame of the events.
     events = _read(task.day.files, READ_COLUMNS)
-    attempts = mine_table(events, task.config)
+    landings: Counter[str] = Counter()
+    attempts = mine_table(events, task.config, landings)
     _store(attempts, TRAJECTORY_SCHEMA, task.dest)
     head = attempts.slice(0, PREVIEW_ROWS).to_pandas()
     sessions = pc.count_distinct(events.column("session_id")).as_py() if events.num_rows else 0
@@ -153,6 +155,7 @@ def _mine(task: _MineTask) -> MinedDay:
         int(sessions),
         attempts.select(list(task.columns)).to_pandas(),
         head,
+        dict(landings),
     )
 
 

@@ -85,6 +85,24 @@ SOURCE_ROOT = Setting(
     "at run time",
     "Folder of one source's transcripts (table in 'Point it at your own sessions'); empty: off.",
 )
+SQL_EVENTS_URL = Setting(
+    "TRAJECTORY_SQL_EVENTS_URL",
+    "",
+    "at run time",
+    "SQLAlchemy URL of the sql_events source (a database of agent events); empty: off.",
+)
+SQL_EVENTS_TABLE = Setting(
+    "TRAJECTORY_SQL_EVENTS_TABLE",
+    "agent_events",
+    "at run time",
+    "Table or view the sql_events source reads (schema.table allowed).",
+)
+SQL_EVENTS_COLUMNS = Setting(
+    "TRAJECTORY_SQL_EVENTS_COLUMNS",
+    "",
+    "at run time",
+    "sql_events column mapping, e.g. session_id=conversation_id,text=payload.content; empty: same names.",
+)
 BLAS = Setting(
     "TRAJECTORY_BLAS",
     "auto",
@@ -125,6 +143,9 @@ SETTINGS: tuple[Setting, ...] = (
     BASE_MODEL,
     REGISTRY_URL,
     SOURCE_ROOT,
+    SQL_EVENTS_URL,
+    SQL_EVENTS_TABLE,
+    SQL_EVENTS_COLUMNS,
     BLAS,
     BLAS_REEXEC,
     REAL_CORPUS,
@@ -190,6 +211,19 @@ def source_root_variable(source: str) -> str:
 def source_root(source: str, default: str) -> str:
     """A source's root folder: its variable when set (empty turns the source off), else `default`."""
     return Setting(source_root_variable(source), default, SOURCE_ROOT.read, SOURCE_ROOT.help).value()
+
+
+def sql_events_url() -> str:
+    """The sql_events source's SQLAlchemy URL; "" turns it off."""
+    return SQL_EVENTS_URL.value()
+
+
+def sql_events_table() -> str:
+    return SQL_EVENTS_TABLE.value() or SQL_EVENTS_TABLE.default
+
+
+def sql_events_columns() -> str:
+    return SQL_EVENTS_COLUMNS.value()
 
 
 def real_corpus() -> Path:

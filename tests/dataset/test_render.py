@@ -128,6 +128,42 @@ EXPECTED_CHAT_HERMES = {
         {"role": "assistant", "content": f"<tool_call>\n{EDIT_JSON}\n</tool_call>"},
     ]
 }
+# TRL's conversational tool-calling format: arguments as objects, no content beside the target's call.
+EXPECTED_TRL = {
+    "messages": [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": INSTRUCTION},
+        {
+            "role": "assistant",
+            "content": "Reading it.",
+            "tool_calls": [
+                {
+                    "id": "toolu_1",
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": {"file_path": "fees.py"}},
+                },
+                {
+                    "id": "toolu_2",
+                    "type": "function",
+                    "function": {"name": "TodoWrite", "arguments": {"todos": []}},
+                },
+            ],
+        },
+        EXPECTED_TOOLS["messages"][3],
+        EXPECTED_TOOLS["messages"][4],
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {
+                    "id": "call_418e6afb",
+                    "type": "function",
+                    "function": {"name": "edit_file", "arguments": TARGET[1]},
+                }
+            ],
+        },
+    ],
+    "tools": tool_specs([*CANONICAL_TOOLS, "TodoWrite"]),
+}
 # The other conventions: (history calls as written, tool results, target as written).
 PLAIN_RESULTS = "Tool result (read_file):\ndef fee(x):\n    return round(x)\n\nTool result (TodoWrite):\nok"
 WRITTEN = {
@@ -148,6 +184,8 @@ WRITTEN = {
 def expected_record(fmt: str, convention: str) -> dict[str, Any]:
     if fmt == "tools":
         return EXPECTED_TOOLS
+    if fmt == "trl":
+        return EXPECTED_TRL
     calls, results, target = WRITTEN[convention]
     if fmt == "chat":
         return {
@@ -259,6 +297,7 @@ def test_prompt_and_target_match_across_formats_for_one_decision(convention: str
     assert keys["chat"] == keys["completions"]
     if convention == "hermes":  # a tools record is read through its hermes chat rendering
         assert keys["tools"] == keys["chat"]
+    assert keys["trl"] == keys["tools"]
     target = canonical_json({"name": TARGET[0], "arguments": TARGET[1]})
     assert {key[1] for key in keys.values()} == {target}
 
@@ -425,3 +464,114 @@ def test_render_row_on_sample_corpus_rows(
             assert len(record["messages"]) == len(history) + 1
     # Two rows give one key only if they are the same decision.
     assert len(keys) == len(decision_rows.drop_duplicates(["messages", "target_name", "target_arguments"]))
+
+
+# ---- modes for small models: tool_choice targets, state-summary histories, TRL records -----------
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_tool_choice_trains_the_tool_name_alone(fmt: str, tokenizer: PreTrainedTokenizerFast) -> None:
+    full = render(HISTORY, *TARGET, config(fmt))
+    chosen = render(HISTORY, *TARGET, config(fmt, target_mode="tool_choice"))
+    prompt, target = prompt_and_target(chosen)
+    assert orjson.loads(target) == {"name": "edit_file", "arguments": {}}
+    assert prompt_and_target(full)[0] == prompt or fmt != "chat"  # the history is the same
+    if fmt in ("tools", "trl"):
+        assert chosen["messages"][:-1] == full["messages"][:-1]
+        # The offered specs require nothing, so the target is a valid call of its own tools.
+        edit = next(s for s in chosen["tools"] if s["function"]["name"] == "edit_file")
+        assert edit["function"]["parameters"]["required"] == []
+        assert set(edit["function"]["parameters"]["properties"]) >= {"file_path", "old_string"}
+    tokens, offset = mlx_tokens(chosen, tokenizer)
+    assert 0 < offset < len(tokens) and len(tokens) < len(mlx_tokens(full, tokenizer)[0])
+
+
+def _turn(call_id: str, name: str, arguments: dict[str, Any], result: str) -> list[dict[str, Any]]:
+    """One assistant call and its result, in the neutral history form."""
+    call = {"id": call_id, "name": name, "arguments": arguments}
+    return [
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call_id, "name": name, "content": result},
+    ]
+
+
+REFUSAL = "The user doesn't want to proceed with this tool use. The tool use was rejected."
+RICH_HISTORY: list[dict[str, Any]] = [
+    *HISTORY,
+    *_turn("c3", "edit_file", {"file_path": "fees.py", "old_string": "a", "new_string": "b"}, "updated"),
+    *_turn(
+        "c4",
+        "run_shell",
+        {"command": "uv run pytest -q tests/test_fees.py"},
+        "F.\nFAILED tests/test_fees.py::test_half\n1 failed, 1 passed in 0.05s\n",
+    ),
+    *_turn("c5", "run_shell", {"command": "git push --force"}, REFUSAL),
+    {"role": "user", "content": "Do not push. Round half up instead."},
+]
+RICH_STATE = "\n".join(
+    [
+        "Task: Fix the rounding in fees.py",
+        "",
+        "State so far:",
+        "- tool calls made: 5",
+        "- files read: fees.py",
+        "- files edited: fees.py",
+        '- last command: `uv run pytest -q tests/test_fees.py` (failed); its output ends: "1 failed, 1 '
+        'passed in 0.05s"',
+        f'- guard denials: 1; the last: run_shell `git push --force`: "{REFUSAL}"',
+        '- the user added: "Do not push. Round half up instead."',
+    ]
+)
+
+
+def test_state_summary_is_the_task_and_a_compact_state() -> None:
+    record = render(RICH_HISTORY, *TARGET, config("tools", history="state_summary"))
+    system, user, target = record["messages"]
+    assert system == {"role": "system", "content": SYSTEM}
+    assert user == {"role": "user", "content": RICH_STATE}
+    assert target == EXPECTED_TOOLS["messages"][-1]  # the target is unchanged
+    assert render(RICH_HISTORY, *TARGET, config("tools", history="state_summary")) == record
+    fresh = render(HISTORY[:2], *TARGET, config("tools", history="state_summary"))
+    assert fresh["messages"][1]["content"] == f"Task: {INSTRUCTION}\n\nState so far: no tool call made yet."
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_format_renders_the_state_summary(fmt: str, tokenizer: PreTrainedTokenizerFast) -> None:
+    full = render(RICH_HISTORY, *TARGET, config(fmt))
+    summary = render(RICH_HISTORY, *TARGET, config(fmt, history="state_summary"))
+    prompt, target = prompt_and_target(summary)
+    assert target == prompt_and_target(full)[1] and "State so far:" in prompt
+    assert READ_JSON in prompt_and_target(full)[0] and READ_JSON not in prompt  # no raw call is left
+    assert record_length(summary) < record_length(full)
+    tokens, offset = mlx_tokens(summary, tokenizer)
+    assert 0 < offset < len(tokens)
+
+
+def test_trl_records_load_as_trl_documents_them() -> None:
+    record = render(RICH_HISTORY, *TARGET, config("trl", target_mode="tool_choice", history="state_summary"))
+    assert set(record) == {"messages", "tools"}
+    *before, last = record["messages"]
+    assert [m["role"] for m in before] == ["system", "user"]
+    assert last == {
+        "role": "assistant",
+        "tool_calls": [
+            {"id": "call_b0bd9631", "type": "function", "function": {"name": "edit_file", "arguments": {}}}
+        ],
+    }
+    assert all(isinstance(spec["function"]["parameters"], dict) for spec in record["tools"])
+    full = render(RICH_HISTORY, *TARGET, config("trl"))
+    calls = [c for m in full["messages"] for c in m.get("tool_calls", [])]
+    assert all(isinstance(c["function"]["arguments"], dict) for c in calls)
+    assert next(m for m in full["messages"] if m["role"] == "tool") == {
+        "role": "tool",
+        "tool_call_id": "toolu_1",
+        "name": "read_file",
+        "content": "def fee(x):\n    return round(x)",
+    }
+
+
+def test_bad_modes_are_named() -> None:
+    with pytest.raises(ValueError, match="target_mode must be one of"):
+        RenderConfig(target_mode="name_only")
+    with pytest.raises(ValueError, match="history must be one of"):
+        RenderConfig(history="summary")

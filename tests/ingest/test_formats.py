@@ -4,12 +4,15 @@ must follow the registry rather than a list of its own."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from resources.session_sources import SessionSources
 from trajectory_pipeline.ingest.formats import FORMATS, SourceFormat, roots_table
+from trajectory_pipeline.ingest.sql_events import SqlEventsConfig
+from trajectory_pipeline.ingest.stores import STORES
 from trajectory_pipeline.mining.vocabulary import TABLES
 from trajectory_pipeline.settings import CHECKOUT
 
@@ -28,9 +31,15 @@ def test_every_vocabulary_table_serves_a_format() -> None:
     assert set(TABLES) == {spec.vocabulary for spec in FORMATS.values()}
 
 
-def test_the_sources_resource_has_a_root_per_format() -> None:
+def test_the_sources_resource_has_a_root_per_format_and_the_event_store_fields() -> None:
     fields = set(SessionSources.model_fields)
-    assert fields == {f"{name}_root" for name in FORMATS}
+    sql = {field.name for field in dataclasses.fields(SqlEventsConfig)}
+    assert fields == {f"{name}_root" for name in FORMATS} | sql
+
+
+def test_event_stores_are_not_formats_and_have_a_vocabulary() -> None:
+    assert not set(STORES) & set(FORMATS)
+    assert {kind.vocabulary for kind in STORES.values()} <= set(TABLES)
 
 
 def test_the_readme_lists_every_format() -> None:

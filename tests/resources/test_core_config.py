@@ -16,6 +16,7 @@ from assets.rendered_splits import RenderedSplitsConfig
 from assets.replay_eval import ReplayEvalConfig
 from resources.core_config import derive, to_core
 from resources.mlx_trainer import MLXTrainer
+from resources.session_sources import SessionSources
 from trajectory_pipeline.config import HELP
 from trajectory_pipeline.dataset.render import RenderConfig
 from trajectory_pipeline.dataset.splits import SelectConfig
@@ -23,6 +24,7 @@ from trajectory_pipeline.decisions.points import DecisionConfig
 from trajectory_pipeline.evaluation.promotion import PromotionConfig
 from trajectory_pipeline.evaluation.replay import ReplayConfig
 from trajectory_pipeline.ingest.days import IngestOptions
+from trajectory_pipeline.ingest.sql_events import SqlEventsConfig
 from trajectory_pipeline.mining.attempts import MiningConfig
 from trajectory_pipeline.training.trainer import TrainConfig
 from trajectory_pipeline.training.week import WeekTraining
@@ -30,6 +32,7 @@ from trajectory_pipeline.training.week import WeekTraining
 PAIRS = [
     (MLXTrainer, (TrainConfig,), ()),
     (IngestConfig, (IngestOptions,), ()),
+    (SessionSources, (SqlEventsConfig,), ()),
     (MinedTrajectoriesConfig, (MiningConfig,), ()),
     (DecisionPointsConfig, (DecisionConfig,), ()),
     (RenderedSplitsConfig, (RenderConfig, SelectConfig), ()),

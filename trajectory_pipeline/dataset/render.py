@@ -31,6 +31,21 @@ Formats (`RenderConfig.format`):
 - `completions`: `{"prompt", "completion"}`: the prompt is a plain transcript of the chat
   rendering (`### System`, `### User`, `### Assistant` sections), the completion is
   `call_text(target)`. mlx-lm wraps the two in a user and an assistant message.
+- `trl`: Hugging Face TRL's conversational tool-calling format for `SFTTrainer`: `{"messages",
+  "tools"}`, assistant calls as `{"id", "type": "function", "function": {"name", "arguments":
+  {...}}}` with the arguments an object (as TRL's dataset-format guide writes them) and no
+  `content` beside the calls, results `{"role": "tool", "tool_call_id", "name", "content"}`, and
+  `tools` the same JSON-schema specs. mlx-lm reads it too (`ChatDataset`), for templates that take
+  an object.
+
+Modes, for small models (each works with every format):
+- `target_mode`: `full` (default) trains the whole call; `tool_choice` trains only which tool to
+  call: the target's arguments are left out (`{}`), and the offered specs require no argument, so
+  the record is a valid call of its own tools. Replay scores such adapters on the tool name.
+- `history`: `full` (default) renders the raw history; `state_summary` renders the system prompt
+  and one user message with the task and a compact state (files read and edited, the last command
+  and its outcome, any guard denial: `state.py`), for small context windows. The target is the
+  same.
 
 In `chat` and `completions` the model has no `tools` field to read, so (with `describe_tools`)
 the system message lists the offered tools' specs and says how to write a call. By default every
@@ -56,10 +71,13 @@ from typing import Any
 import orjson
 
 from trajectory_pipeline.config import knob
+from trajectory_pipeline.dataset.state import state_summary
 from trajectory_pipeline.mining.vocabulary import CANONICAL_TOOLS
 from trajectory_pipeline.schema import canonical_json
 
-FORMATS = ("tools", "chat", "completions")
+FORMATS = ("tools", "chat", "completions", "trl")
+TARGET_MODES = ("full", "tool_choice")
+HISTORIES = ("full", "state_summary")
 CONVENTIONS = ("hermes", "fenced_json", "bare_json")
 TOOL_ARGUMENTS = ("json_string", "object")
 ROLES = ("system", "user", "assistant", "tool")
@@ -122,8 +140,20 @@ class RenderConfig:
 
     format: str = knob(
         "tools",
-        'Record format: "tools" (mlx-lm tools format), "chat" (calls written into assistant text) or '
-        '"completions" ({"prompt", "completion"}).',
+        'Record format: "tools" (mlx-lm tools format), "chat" (calls written into assistant text), '
+        '"completions" ({"prompt", "completion"}) or "trl" (Hugging Face TRL SFTTrainer: messages with '
+        "tool_calls whose arguments are objects, and a tools column).",
+    )
+    target_mode: str = knob(
+        "full",
+        'What the target trains: "full" (the whole call) or "tool_choice" (only which tool to call: the '
+        "arguments are left out, and replay scores the adapter on the tool name).",
+    )
+    history: str = knob(
+        "full",
+        'What comes before the target: "full" (the raw history) or "state_summary" (the task and a compact '
+        "state: files read and edited, the last command and its outcome, any guard denial), for small "
+        "context windows.",
     )
     convention: str = knob(
         "hermes",
@@ -153,6 +183,10 @@ class RenderConfig:
             raise ValueError(f"convention must be one of {CONVENTIONS}, got {self.convention!r}")
         if self.tool_arguments not in TOOL_ARGUMENTS:
             raise ValueError(f"tool_arguments must be one of {TOOL_ARGUMENTS}, got {self.tool_arguments!r}")
+        if self.target_mode not in TARGET_MODES:
+            raise ValueError(f"target_mode must be one of {TARGET_MODES}, got {self.target_mode!r}")
+        if self.history not in HISTORIES:
+            raise ValueError(f"history must be one of {HISTORIES}, got {self.history!r}")
 
 
 # --- tool specs ------------------------------------------------------------------------------
@@ -259,6 +293,34 @@ def _offered(messages: list[Message], target_name: str, config: RenderConfig) ->
     return tool_specs(names | set(CANONICAL_TOOLS) if config.offer_all_tools else names)
 
 
+def _choice_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """A tool spec that requires no argument (target_mode tool_choice: the target names the tool only)."""
+    function = dict(spec["function"])
+    parameters = dict(function.get("parameters") or {"type": "object"})
+    if "required" in parameters:
+        parameters["required"] = []
+    function["parameters"] = parameters
+    return {**spec, "function": function}
+
+
+def _trl_messages(messages: list[Message]) -> list[Message]:
+    """The neutral history as TRL's conversational tool-calling messages (see the module doc)."""
+    out: list[Message] = []
+    for message in messages:
+        role = message["role"]
+        if role == "assistant" and message.get("tool_calls"):
+            calls = [_openai_call(call, "object") for call in message["tool_calls"]]
+            text = message.get("content") or ""
+            out.append({"role": "assistant", **({"content": text} if text else {}), "tool_calls": calls})
+        elif role == "tool":
+            result = {"role": "tool", "tool_call_id": message.get("tool_call_id")}
+            result |= {"name": message["name"]} if message.get("name") else {}
+            out.append({**result, "content": message["content"]})
+        else:
+            out.append({"role": role, "content": message.get("content") or ""})
+    return out
+
+
 def _openai_call(call: Mapping[str, Any], tool_arguments: str) -> dict[str, Any]:
     arguments = dict(call.get("arguments") or {})
     written: Any = canonical_json(arguments) if tool_arguments == "json_string" else arguments
@@ -333,6 +395,19 @@ def render(
     """The training record for the history `messages` and the target call (see the module doc)."""
     _check_history(messages)
     specs = _offered(messages, target_name, config)
+    if config.history == "state_summary":
+        messages = state_summary(messages)
+    if config.target_mode == "tool_choice":
+        target_arguments = {}
+        specs = [_choice_spec(spec) for spec in specs]
+    if config.format == "trl":
+        call = {
+            "id": target_id(target_name, target_arguments),
+            "name": target_name,
+            "arguments": target_arguments,
+        }
+        final = {"role": "assistant", "tool_calls": [_openai_call(call, "object")]}
+        return {"messages": [*_trl_messages(messages), final], "tools": specs}
     if config.format == "tools":
         target = {
             "id": target_id(target_name, target_arguments),

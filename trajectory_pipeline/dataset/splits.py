@@ -91,6 +91,7 @@ OUTPUT_COLUMNS = (
     "decisive",
     "split",
     "format",
+    "target_mode",
     "record",
     "prompt_hash",
     "target_hash",
@@ -414,6 +415,7 @@ def select(
             split = "test"
         row["split"] = split
         row["format"] = render_config.format
+        row["target_mode"] = render_config.target_mode
     counts["kept"] = len(fitted)
 
     if not fitted:

@@ -36,6 +36,7 @@ RENDERED_SCHEMA = pa.schema(
         ("decisive", pa.bool_()),
         ("split", pa.string()),
         ("format", pa.string()),
+        ("target_mode", pa.string()),  # full, or tool_choice: replay scores the tool name only
         ("record", pa.large_string()),  # canonical JSON of the mlx-lm record
         ("prompt_hash", pa.string()),
         ("target_hash", pa.string()),

@@ -11,6 +11,10 @@ report (Markdown and a chart) into `out_dir`, next to the adapter:
 
 The per-case rows are deterministic (greedy answers; no clock values); what the eval cost per
 model is in `outcome.timings`, for metadata and the report.
+
+Cases rendered with `target_mode: tool_choice` (the adapter learned which tool to call, not its
+arguments: their targets have none) are scored on the tool name: such a case passes when the first
+call names the right tool, for every model alike, and the report says so (`score_tool_choice`).
 """
 
 from __future__ import annotations
@@ -52,6 +56,35 @@ class Contender:
     path: Path
 
 
+TOOL_CHOICE = "tool_choice"
+TOOL_CHOICE_NOTE = (
+    "Scored on the tool name: {cases} of {total} cases were rendered with target_mode tool_choice (the "
+    "adapter learned which tool to call, not its arguments), so each of them passes when the answer's "
+    "first call names the right tool; their argument columns are not part of the pass."
+)
+
+
+def tool_choice_cases(rows: pd.DataFrame) -> set[str]:
+    """The decision ids of rendered rows whose target names only the tool (older rows have no
+    `target_mode`: full)."""
+    if "target_mode" not in rows.columns:
+        return set()
+    return set(rows.loc[rows["target_mode"] == TOOL_CHOICE, "decision_id"].astype(str))
+
+
+def score_tool_choice(results: pd.DataFrame, decision_ids: set[str]) -> pd.DataFrame:
+    """Results with the tool_choice cases passing on the tool name alone (`passed` = `name_match`,
+    no failure when it matches; a miss keeps its reason, `no_call_parsed` or `wrong_tool`)."""
+    if not decision_ids:
+        return results
+    scored = results.copy()
+    chosen = scored["decision_id"].isin(decision_ids)
+    scored.loc[chosen, "passed"] = scored.loc[chosen, "name_match"].astype(bool)
+    scored.loc[chosen & scored["passed"].astype(bool), "failure"] = None
+    scored["passed"] = scored["passed"].astype(bool)
+    return scored
+
+
 @dataclass(frozen=True)
 class EvalOutcome:
     results: pd.DataFrame  # eval_schema rows
@@ -64,6 +97,7 @@ class EvalOutcome:
     report: Path
     chart: Path
     cases: int
+    scored_on: str = "call"  # "tool_name" when some cases were rendered with target_mode tool_choice
 
 
 def run_replay_eval(
@@ -104,7 +138,10 @@ def run_replay_eval(
         )
         frames.append(frame)
         timings[name] = timing.as_dict()
-    results = pd.concat(frames, ignore_index=True)
+    chosen = tool_choice_cases(rows) & {case.decision_id for case in cases}
+    results = score_tool_choice(pd.concat(frames, ignore_index=True), chosen)
+    named = sum(case.decision_id in chosen for case in cases)
+    notes = [TOOL_CHOICE_NOTE.format(cases=named, total=len(cases))] if chosen else []
     summary = summarize(results)
     by_tool, by_action = breakdown(results, "target_name"), breakdown(results, "action_class")
     failures = failure_counts(results)
@@ -112,7 +149,7 @@ def run_replay_eval(
 
     ensure_private_dir(out_dir)
     chart = pass_rate_chart(summary, by_tool, out_dir / CHART_NAME)
-    text = report_markdown(summary, by_tool, by_action, failures, decision, timings, chart.name)
+    text = report_markdown(summary, by_tool, by_action, failures, decision, timings, chart.name, notes)
     report = out_dir / REPORT_NAME
     write_bytes_atomic(report, text.encode())
     return EvalOutcome(
@@ -126,6 +163,7 @@ def run_replay_eval(
         report=report,
         chart=chart,
         cases=len(cases),
+        scored_on="tool_name" if chosen else "call",
     )
 
 
@@ -172,6 +210,7 @@ def eval_summary(outcome: EvalOutcome) -> dict[str, Any]:
         "reason": decision.reason,
         "lanes": lanes,
         "report": str(outcome.report),
+        "scored_on": outcome.scored_on,
         # Training decisions the adapter still gets wrong: what a re-train on failures repeats.
         "failing_seen_exact": sorted(set(failing["decision_id"])),
     }

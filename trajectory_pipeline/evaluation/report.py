@@ -164,12 +164,17 @@ def report_markdown(
     decision: PromotionDecision,
     timings: Mapping[str, Mapping[str, float]],
     chart_name: str,
+    notes: Sequence[str] = (),
 ) -> str:
-    """The human report: decision, per-lane tables, breakdowns, failures, speed and the chart."""
+    """The human report: decision, per-lane tables, breakdowns, failures, speed and the chart;
+    `notes` (how the cases were scored, when not as calls) come first, under the title."""
     rates = [("candidate", decision.candidate_pass_rate), ("base", decision.base_pass_rate)]
     rates += [("promoted", decision.promoted_pass_rate)] if decision.promoted_pass_rate is not None else []
     reason = decision.reason[:1].upper() + decision.reason[1:]
-    lines = [f"# Replay eval: candidate {decision.status}", "", f"{reason}.", ""]
+    lines = [f"# Replay eval: candidate {decision.status}", ""]
+    for note in notes:
+        lines += [f"**{note}**", ""]
+    lines += [f"{reason}.", ""]
     headline = ", ".join(f"{model} {_pct(rate)}" for model, rate in rates)
     lines += [f"Holdout pass rate: {headline} ({decision.cases} cases).", ""]
     lines += [f"![pass rate]({chart_name})", ""]

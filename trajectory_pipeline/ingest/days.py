@@ -15,8 +15,12 @@ events of a later copy that repeat what an earlier one gave are skipped, counted
 both files. A file found under another format's root is parsed by its own format and reported
 (`wrong_source_folder`, and `misassigned_files`, its path redacted) on its first session's day.
 
+Event stores (`stores.py`: a database of agent events, `sql_events.py`) are not files: each pass
+of days asks each store once for the sessions that start on its days, and their events go through
+the same day writers (redaction, caps, duplicate checks, statistics, quarantine) as a file's.
+
     stats = ingest_day(roots, datetime.date(2026, 11, 20), events_path, quarantine_path)
-    by_day = ingest_days(roots, {day: (events_path, quarantine_path), ...}, workers=2)
+    by_day = ingest_days(roots, {day: (events_path, quarantine_path), ...}, workers=2, stores=[store])
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from trajectory_pipeline.config import knob
 from trajectory_pipeline.ingest.formats import FORMATS
 from trajectory_pipeline.ingest.parsers.lines import MAX_LINE_BYTES, read_head
 from trajectory_pipeline.ingest.redact import Redactor
+from trajectory_pipeline.ingest.stores import EventStore
 from trajectory_pipeline.parquet_io import BatchWriter, SharedBudget
 from trajectory_pipeline.schema import (
     DUPLICATE_SESSION,
@@ -137,6 +142,8 @@ class IngestStats:
     repaired: Counter[str] = field(default_factory=Counter)
     # Events not written because another copy of their session's file gave them (duplicate_session).
     duplicate_events: int = 0
+    # Rows an event store (a database) gave this day, events and quarantined rows, by store label.
+    database_rows: Counter[str] = field(default_factory=Counter)
 
     @property
     def sessions(self) -> int:
@@ -582,6 +589,26 @@ class _Chunk:
     files: tuple[tuple[CandidateFile, int, int], ...]
     redactor: Redactor
     max_line_bytes: int
+    stores: tuple[EventStore, ...] = ()
+
+
+def _ingest_store(writers: Mapping[int, _DayWriter], store: EventStore, texts: _Texts) -> None:
+    """Ask the store once for the sessions starting on the writers' days (consecutive, as a pass's
+    are), and hand each event and bad row to the writer of its session's day."""
+    shown_path = texts.redact(store.label)[0]
+    for day_writer in writers.values():
+        day_writer.begin_file(shown_path)
+    lo, hi = min(writers) * DAY_US, (max(writers) + 1) * DAY_US
+    for item in store.read(lo, hi):
+        start = item.session_start
+        writer = writers.get(start // DAY_US) if start is not None else None
+        if writer is None:  # a day between two of the pass's days that it does not write
+            continue
+        writer.stats.database_rows[shown_path] += 1
+        if isinstance(item, Event):
+            writer.add_event(item, shown_path)
+        else:
+            writer.add_bad_line(item, shown_path)
 
 
 def _ingest_chunk(chunk: _Chunk) -> list[IngestStats]:
@@ -604,6 +631,8 @@ def _ingest_chunk(chunk: _Chunk) -> list[IngestStats]:
                 targets[lo].add_bad_line(bad, texts.redact(file.location)[0])
                 continue
             _ingest_file(targets, file, texts, chunk.max_line_bytes)
+        for store in chunk.stores:
+            _ingest_store(writers, store, texts)
     return [writer.stats for writer in writers.values()]
 
 
@@ -617,8 +646,10 @@ def ingest_days(
     workers: int = 1,
     chunk_days: int = CHUNK_DAYS,
     parallel_min_bytes: int = PARALLEL_MIN_BYTES,
+    stores: Sequence[EventStore] = (),
 ) -> dict[dt.date, IngestStats]:
-    """Ingest several days, each into its (events, quarantine) pair of files, reading each file once.
+    """Ingest several days, each into its (events, quarantine) pair of files, reading each file once,
+    and asking each event store in `stores` once per chunk of days.
 
     Days go in chunks of at most `chunk_days` consecutive days (what one pass holds open), and
     chunks run in up to `workers` processes once the files to read add up to `parallel_min_bytes`.
@@ -676,6 +707,7 @@ def ingest_days(
                 tuple(f for f in planned if f[1] <= hi and f[2] >= lo),
                 redactor,
                 max_line_bytes,
+                tuple(stores),
             )
         )
     for chunk_stats in parallel.map_in_processes(_ingest_chunk, chunks, workers if in_processes else 1):
@@ -745,6 +777,7 @@ def _merge(into: IngestStats, found: IngestStats) -> None:
     into.misassigned_files.extend(found.misassigned_files)
     into.repaired.update(found.repaired)
     into.duplicate_events += found.duplicate_events
+    into.database_rows.update(found.database_rows)
 
 
 def ingest_day(
@@ -756,10 +789,13 @@ def ingest_day(
     redactor: Redactor | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
     files: Sequence[CandidateFile] | None = None,
+    stores: Sequence[EventStore] = (),
 ) -> IngestStats:
     """Write the events and quarantined lines of sessions starting on `day` to two Parquet files.
 
     `files` lets a run over many days list the roots once; by default they are listed here.
     """
     outputs = {day: (events_path, quarantine_path)}
-    return ingest_days(roots, outputs, redactor=redactor, max_line_bytes=max_line_bytes, files=files)[day]
+    return ingest_days(
+        roots, outputs, redactor=redactor, max_line_bytes=max_line_bytes, files=files, stores=stores
+    )[day]

@@ -69,8 +69,13 @@ Tiers (first matching rule; reasons are all the codes that apply):
   (`ended_on_guard_denial`) or scores under `gold_min_quality` (`below_gold_quality`): then silver;
 - silver: edits with no failing final verification (`edit_without_verification`,
   `edit_verification_unknown`), or a passing verification without edits (`inspect_only_verified`);
+  with `unverified_edit_tier="bronze"` such edits are bronze unless a commit landed them;
 - bronze: tool work without an outcome signal (`no_outcome_signal`).
 `ended_on_guard_denial` is added to any tier's reasons when the agent's last call was refused.
+Git outcomes (`landing.py`): when the attempt's repository is on disk, a commit soon after the
+attempt that touches a file it edited is recorded (`landed_commit`) and adds `landed_in_commit` to
+the reasons: evidence the edits landed, which lifts an attempt with edits and no failing
+verification to silver (never to gold, which needs a passing verification).
 Events before the first instruction are not mined; the `mined_trajectories` asset may count them.
 
 Quality: each tier owns a quarter of [0, 1] (reject [0, .25], bronze [.25, .5], silver [.5, .75],
@@ -104,7 +109,7 @@ import hashlib
 import operator
 import re
 import shlex
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
@@ -125,6 +130,12 @@ from trajectory_pipeline.events import (
     rows_table,
 )
 from trajectory_pipeline.mining.actions import CallInfo, action_class, is_decisive, shell_command
+from trajectory_pipeline.mining.landing import (
+    AttemptEdits,
+    LandingOptions,
+    find_landings,
+    parse_repo_paths,
+)
 from trajectory_pipeline.mining.verification import command_intent, command_outcome
 from trajectory_pipeline.mining.vocabulary import CanonicalCall, canonicalize
 from trajectory_pipeline.schema import canonical_json
@@ -183,6 +194,28 @@ class MiningConfig:
         "Sources whose logs record no interruption: there an attempt the next instruction cuts off "
         "while the agent's last act was a tool call or result counts as interrupted.",
     )
+    unverified_edit_tier: str = knob(
+        "silver",
+        'Tier of an attempt with edits and no passing verification (none, or of unknown outcome): "silver", '
+        'or "bronze", so that only evidence lifts it to silver: a commit that landed its edits '
+        "(landed_in_commit).",
+    )
+    landing_window_minutes: int = knob(
+        30,
+        "Git outcomes: a commit from an attempt's first edit to this many minutes after its end that touches "
+        "a file it edited is evidence the edits landed (landed_commit). 0 turns the git check off.",
+    )
+    landing_weak_match: bool = knob(
+        False,
+        "Git outcomes: also count a commit in the window that touches none of the edited files (a weak "
+        "match).",
+    )
+    landing_repo_paths: str = knob(
+        "",
+        "Git outcomes: where repositories live, repo=path pairs (ledger-api=~/src/ledger-api); an attempt "
+        "whose repo is not named here is looked up by its working folder.",
+    )
+    landing_timeout_s: float = knob(10.0, "Git outcomes: seconds one git command may take (else git_failed).")
 
     def __post_init__(self) -> None:
         if self.min_tool_calls < 0:
@@ -197,6 +230,30 @@ class MiningConfig:
             re.compile(self.correction_pattern)
         except re.error as err:
             raise ValueError(f"correction_pattern is not a valid regex: {err}") from err
+        if self.unverified_edit_tier not in ("silver", "bronze"):
+            raise ValueError(
+                f'unverified_edit_tier must be "silver" or "bronze", got {self.unverified_edit_tier!r}'
+            )
+        if self.landing_window_minutes < 0 or self.landing_timeout_s <= 0:
+            raise ValueError(
+                "landing_window_minutes must be >= 0 and landing_timeout_s > 0, got "
+                f"{self.landing_window_minutes} and {self.landing_timeout_s}"
+            )
+        try:
+            parse_repo_paths(self.landing_repo_paths)
+        except ValueError as err:
+            raise ValueError(f"landing_repo_paths: {err}") from None
+
+    def landing(self) -> LandingOptions | None:
+        """The git check's options, or None when it is off."""
+        if not self.landing_window_minutes:
+            return None
+        return LandingOptions(
+            window_minutes=self.landing_window_minutes,
+            weak=self.landing_weak_match,
+            repo_paths=parse_repo_paths(self.landing_repo_paths),
+            timeout_s=self.landing_timeout_s,
+        )
 
     @cached_property  # read for every attempt
     def weights(self) -> tuple[float, ...]:
@@ -240,6 +297,7 @@ TRAJECTORY_SCHEMA = pa.schema(
         ("verification_outcomes", _STRINGS),  # parallel to verification_intents
         ("final_verification", pa.string()),  # passed / failed / unknown, or null
         ("verified_after_last_edit", pa.bool_()),
+        ("landed_commit", pa.string()),  # a commit soon after that touched the edited files (git); or null
         ("errors", pa.int64()),
         ("unresolved_error_at_end", pa.bool_()),
         ("guard_denials", pa.int64()),
@@ -793,6 +851,14 @@ def _inspected_files(call: CanonicalCall, klass: str, shell_intent: str | None) 
     return ()
 
 
+def call_files(call: CanonicalCall) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The files a canonical call reads and the files it changes, as the call names them (the rules
+    `files_inspected` and `files_edited` follow; rendering's state summary reuses them)."""
+    klass = action_class(call)
+    intent = command_intent(shell_command(call)) if call.name == "run_shell" else None
+    return _inspected_files(call, klass, intent), _edited_files(call)
+
+
 def _edited_files(call: CanonicalCall) -> tuple[str, ...]:
     args = call.arguments
     if call.name in ("edit_file", "write_file"):
@@ -920,14 +986,17 @@ def _tier(row: dict[str, Any], ended_on_guard: bool, config: MiningConfig) -> tu
             tier = "silver"
             reasons.append("below_gold_quality")
     elif edits:
-        tier = "silver"
         reasons = ["edit_verification_unknown" if final is not None else "edit_without_verification"]
+        landed = row["landed_commit"] is not None
+        tier = "silver" if landed or config.unverified_edit_tier == "silver" else "bronze"
     elif final == "passed":
         tier, reasons = "silver", ["inspect_only_verified"]
     else:
         tier, reasons = "bronze", ["no_outcome_signal"]
     if ended_on_guard and "ended_on_guard_denial" not in reasons:
         reasons.append("ended_on_guard_denial")
+    if row["landed_commit"] is not None:
+        reasons.append("landed_in_commit")
     quality = round(TIER_FLOORS[tier] + TIER_WIDTH * signal, 6)
     return tier, reasons, quality
 
@@ -953,6 +1022,7 @@ def _mine_attempt(
     v_intents: list[str] = []
     v_outcomes: list[str] = []
     edits = 0
+    first_edit: int | None = None
     final: str | None = None
     denials = recoveries = repeated = 0
     for info, at, _, facts in annotated:
@@ -968,6 +1038,8 @@ def _mine_attempt(
                 inspected.setdefault(_relative(path, cwd), None)
         elif info.action_class in ("edit", "patch") and not info.is_error:
             edits += 1
+            if first_edit is None:
+                first_edit = ev.ts[at]
             final = None  # only verifications after the last edit decide
             for path in facts.edited:
                 edited.setdefault(_relative(path, cwd), None)
@@ -1018,7 +1090,11 @@ def _mine_attempt(
         "confidence": outcome.confidence,
         "sidechain_events": outcome.sidechain_events,
         "shape": _shape(calls),
+        "landed_commit": None,
         "_ended_on_guard": ended_on_guard,
+        # For the git check (landing.py); left out of the table.
+        "_cwd": _first_value(ev.cwd, lo, hi, ev.is_sidechain) or _first_value(ev.cwd, lo, hi),
+        "_first_edit": first_edit,
     }
     return row
 
@@ -1050,28 +1126,48 @@ def _mine_session(
         row["intent"] = intent
     for row in rows:
         row["family_id"] = families[(row["repo"], row["intent"], row["shape"])]
-        tier, reasons, quality = _tier(row, row.pop("_ended_on_guard"), config)
-        row["tier"], row["tier_reasons"], row["quality"] = tier, reasons, quality
     return rows
 
 
-def mine_trajectories(events: pd.DataFrame, config: MiningConfig = MiningConfig()) -> pd.DataFrame:
+def _land(rows: list[dict[str, Any]], options: LandingOptions) -> Counter[str]:
+    """Set `landed_commit` on the attempts with edits whose edits a commit landed (landing.py)."""
+    edited = [row for row in rows if row["edits"]]
+    landings, counts = find_landings(
+        [
+            AttemptEdits(
+                row["_cwd"], row["repo"], tuple(row["files_edited"]), row["_first_edit"], row["ended_at"]
+            )
+            for row in edited
+        ],
+        options,
+    )
+    for row, landing in zip(edited, landings, strict=True):
+        row["landed_commit"] = landing.commit
+    return counts
+
+
+def mine_trajectories(
+    events: pd.DataFrame, config: MiningConfig = MiningConfig(), landings: Counter[str] | None = None
+) -> pd.DataFrame:
     """One row per task attempt of the sessions in `events` (raw_sessions rows, any order), with the
-    columns of TRAJECTORY_SCHEMA, sorted by (session_id, attempt_index)."""
+    columns of TRAJECTORY_SCHEMA, sorted by (session_id, attempt_index). `landings`, when given,
+    counts the git check's outcomes (landing.OUTCOMES) of the attempts with edits."""
     if events.empty:
         return TRAJECTORY_SCHEMA.empty_table().to_pandas()
     _require_read_columns(list(events.columns))
-    return _mine(EventLists(ordered_columns(events, READ_COLUMNS)), config).to_pandas()
+    return _mine(EventLists(ordered_columns(events, READ_COLUMNS)), config, landings).to_pandas()
 
 
-def mine_table(events: pa.Table, config: MiningConfig = MiningConfig()) -> pa.Table:
+def mine_table(
+    events: pa.Table, config: MiningConfig = MiningConfig(), landings: Counter[str] | None = None
+) -> pa.Table:
     """`mine_trajectories` of raw_sessions rows in an Arrow table, as an Arrow table: the day stages
     read Parquet and write Parquet, and going through pandas on the way costs more than mining's
     own ordering (`ordered_table`, `ArrowEventLists` give the same order and the same values)."""
     if not events.num_rows:
         return TRAJECTORY_SCHEMA.empty_table()
     _require_read_columns(events.column_names)
-    return _mine(ArrowEventLists(ordered_table(events, READ_COLUMNS)), config)
+    return _mine(ArrowEventLists(ordered_table(events, READ_COLUMNS)), config, landings)
 
 
 def _require_read_columns(names: Sequence[str]) -> None:
@@ -1080,7 +1176,7 @@ def _require_read_columns(names: Sequence[str]) -> None:
         raise ValueError(f"events need the raw_sessions columns {missing}; got {list(names)}")
 
 
-def _mine(ordered: EventLists, config: MiningConfig) -> pa.Table:
+def _mine(ordered: EventLists, config: MiningConfig, landings: Counter[str] | None = None) -> pa.Table:
     """The attempts of ordered events, as a table of TRAJECTORY_SCHEMA."""
     ev = _Events(ordered)
     correction = re.compile(config.correction_pattern, re.IGNORECASE)
@@ -1092,4 +1188,12 @@ def _mine(ordered: EventLists, config: MiningConfig) -> pa.Table:
     rows: list[dict[str, Any]] = []
     for start, stop in ev.sessions():
         rows.extend(_mine_session(ev, start, stop, config, instructions, families))
+    options = config.landing()
+    if options is not None:
+        counts = _land(rows, options)
+        if landings is not None:
+            landings.update(counts)
+    for row in rows:
+        tier, reasons, quality = _tier(row, row.pop("_ended_on_guard"), config)
+        row["tier"], row["tier_reasons"], row["quality"] = tier, reasons, quality
     return rows_table(rows, TRAJECTORY_SCHEMA)

@@ -77,7 +77,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from trajectory_pipeline.ingest.formats import FORMATS
+from trajectory_pipeline.ingest.stores import vocabulary_of
 
 # docs/design.md: canonical tool → required arguments.
 CANONICAL_TOOLS: dict[str, tuple[str, ...]] = {
@@ -448,10 +448,7 @@ def _resolve(entry: Entry, args: Args) -> tuple[Rule | str, Args]:
 
 def canonicalize(source: str, tool_name: str, tool_input: str | dict[str, Any] | None) -> CanonicalCall:
     """The call in the canonical vocabulary, with the source's name and arguments kept beside it."""
-    spec = FORMATS.get(source)
-    if spec is None:
-        raise ValueError(f"source must be one of {list(FORMATS)}, got {source!r}")
-    table = TABLES[spec.vocabulary]
+    table = TABLES[vocabulary_of(source)]
     source_arguments = parse_tool_input(tool_input)
     entry = table.get(tool_name)
     if entry is None:
