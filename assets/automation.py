@@ -60,7 +60,7 @@ from resources.adapter_registry import AdapterRegistryResource
 from resources.privacy import private
 from resources.session_sources import SessionSources
 from trajectory_pipeline import settings
-from trajectory_pipeline.ingest.new_files import Watch, advance, day_spans, file_states
+from trajectory_pipeline.ingest.new_files import Watch, advance, day_spans
 
 DAILY_CRON = "30 0 * * *"
 WEEKLY_CRON = "0 3 * * 0"
@@ -186,10 +186,10 @@ def new_sessions_sensor(
 ) -> dg.SensorResult:
     now = time.time()
     days = daily_partitions.get_partition_keys(current_time=dt.datetime.fromtimestamp(now, dt.UTC))
-    roots = session_sources.roots()  # no log line per missing root at every tick
+    files, watched = session_sources.watched_files()  # no log line per missing root at every tick
     update = advance(
         Watch.from_cursor(context.cursor),
-        file_states(roots),
+        files,
         now_us=int(now * 1_000_000),
         first_day=daily_partitions.start.date(),
         last_day=dt.date.fromisoformat(days[-1]) if days else None,
@@ -204,6 +204,6 @@ def new_sessions_sensor(
     waiting = f"; waiting: {', '.join(update.waiting)}" if update.waiting else ""
     return dg.SensorResult(
         skip_reason=f"no day ready: {update.changed} of {update.files} recent files new or grown "
-        f"(under {len(roots)} source roots){waiting}",
+        f"(under {watched} source roots){waiting}",
         cursor=cursor,
     )

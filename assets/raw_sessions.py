@@ -71,7 +71,8 @@ class IngestConfig(_IngestKnobs):
 def raw_sessions(
     context: dg.AssetExecutionContext, config: IngestConfig, session_sources: SessionSources
 ) -> tuple[dg.Output[Any], dg.Output[Any]]:
-    roots = session_sources.roots(private_log(context.log))
+    first_day = dt.date.fromisoformat(context.partition_keys[0])
+    roots = session_sources.roots(private_log(context.log), first_day)
     options = to_core(IngestOptions, config)
     redactor = options.redactor()
     try:

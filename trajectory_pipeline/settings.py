@@ -50,7 +50,14 @@ DATA_DIR = Setting(
     "TRAJECTORY_DATA_DIR",
     "data/warehouse",
     "at run time",
-    "Folder of the Parquet tables, one file per partition.",
+    "Folder or object-store URL (s3://bucket/prefix) of the Parquet tables, one file per partition.",
+)
+CACHE_DIR = Setting(
+    "TRAJECTORY_CACHE_DIR",
+    "~/.cache/trajectory-pipeline",
+    "at run time",
+    "Local cache of what is read from or written to object storage (copies, uploads being spooled); "
+    "0700, safe to delete between runs.",
 )
 START_DATE = Setting(
     "TRAJECTORY_START_DATE", "2025-01-01", "at load", "First daily partition (YYYY-MM-DD), UTC."
@@ -71,7 +78,7 @@ BASE_MODEL = Setting(
     "TRAJECTORY_BASE_MODEL",
     "data/tiny-model",
     "at run time",
-    "Local MLX model directory the adapter trains on.",
+    "MLX model directory the adapter trains on: a folder, or an object-store URL (read from the cache).",
 )
 REGISTRY_URL = Setting(
     "TRAJECTORY_REGISTRY_URL",
@@ -115,9 +122,17 @@ REQUIRE_BLAS = Setting(
     "by the tests",
     "1: a missing optimized BLAS fails tests/test_blas.py instead of skipping it (.ci/run sets it).",
 )
+REQUIRE_SERVICES = Setting(
+    "TRAJECTORY_REQUIRE_SERVICES",
+    "",
+    "by the tests",
+    "1: a missing S3 server, Redis, Celery or Chromium fails the object-store, distributed, daemon and "
+    "UI-backfill tests instead of skipping them (.ci/run sets it).",
+)
 
 SETTINGS: tuple[Setting, ...] = (
     DATA_DIR,
+    CACHE_DIR,
     START_DATE,
     WINDOW_WEEKS,
     SCHEDULE_TIMEZONE,
@@ -130,11 +145,16 @@ SETTINGS: tuple[Setting, ...] = (
     REAL_CORPUS,
     REQUIRE_REAL_CORPUS,
     REQUIRE_BLAS,
+    REQUIRE_SERVICES,
 )
 
 
 def data_dir() -> str:
     return DATA_DIR.value() or DATA_DIR.default
+
+
+def cache_dir() -> str:
+    return CACHE_DIR.value() or CACHE_DIR.default
 
 
 def start_date() -> dt.date:
@@ -204,6 +224,10 @@ def require_real_corpus() -> bool:
 
 def require_blas() -> bool:
     return REQUIRE_BLAS.value() not in ("", "0")
+
+
+def require_services() -> bool:
+    return REQUIRE_SERVICES.value() not in ("", "0")
 
 
 def table() -> str:
