@@ -21,7 +21,7 @@ from pydantic import Field
 from assets import OWNERS
 from assets.day_checks import Verdict, Withheld, day_check, report, withheld_days
 from assets.metadata import as_table, counter_md, single_or_dict
-from assets.partitions import daily_partitions
+from assets.partitions import daily_backfill_policy, daily_partitions
 from resources.core_config import derive, to_core
 from resources.privacy import private_failure, private_metadata
 from trajectory_pipeline.dataset.mlx_data import DatasetManifest, SplitTooSmallError
@@ -97,7 +97,7 @@ REMEDIES = {
         )
     },
     partitions_def=daily_partitions,
-    backfill_policy=dg.BackfillPolicy.single_run(),
+    backfill_policy=daily_backfill_policy(),
     group_name="ingest",
     compute_kind="pandas",
     # Each day gets its own check results (assets/day_checks.py); the check outputs stay unset.

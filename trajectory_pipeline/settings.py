@@ -74,6 +74,26 @@ WORKERS = Setting(
     "at run time",
     "Processes a range run spreads its days over; empty: one per CPU.",
 )
+BACKFILL_DAYS_PER_RUN = Setting(
+    "TRAJECTORY_BACKFILL_DAYS_PER_RUN",
+    "",
+    "at load",
+    "A backfill of days runs this many days per run (a cluster: runs spread over workers); empty: "
+    "the whole range in one run.",
+)
+EXECUTOR = Setting(
+    "TRAJECTORY_EXECUTOR",
+    "multiprocess",
+    "at load",
+    "Where a run's steps execute: multiprocess (the machine that launches the run), celery (Celery "
+    "workers) or k8s (a Kubernetes Job per step).",
+)
+CELERY_BROKER = Setting(
+    "TRAJECTORY_CELERY_BROKER",
+    "redis://127.0.0.1:6379/0",
+    "at load",
+    "Broker and result backend of the celery executor and its workers (redis://host:port/db).",
+)
 BASE_MODEL = Setting(
     "TRAJECTORY_BASE_MODEL",
     "data/tiny-model",
@@ -137,6 +157,9 @@ SETTINGS: tuple[Setting, ...] = (
     WINDOW_WEEKS,
     SCHEDULE_TIMEZONE,
     WORKERS,
+    BACKFILL_DAYS_PER_RUN,
+    EXECUTOR,
+    CELERY_BROKER,
     BASE_MODEL,
     REGISTRY_URL,
     SOURCE_ROOT,
@@ -193,6 +216,33 @@ def workers() -> int | None:
     if not value.isdigit() or int(value) < 1:
         raise WORKERS.fail(value, "use a whole number of processes, 1 or more, or unset it.")
     return int(value)
+
+
+def backfill_days_per_run() -> int | None:
+    """Days per run of a daily backfill, or None for the whole range in one run."""
+    value = BACKFILL_DAYS_PER_RUN.value()
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise BACKFILL_DAYS_PER_RUN.fail(value, "use a whole number of days, 1 or more, or unset it.")
+    return int(value)
+
+
+EXECUTORS = ("multiprocess", "celery", "k8s")
+
+
+def executor() -> str:
+    value = (EXECUTOR.value() or EXECUTOR.default).lower()
+    if value not in EXECUTORS:
+        raise EXECUTOR.fail(value, f"use one of {', '.join(EXECUTORS)}, or unset it (multiprocess).")
+    return value
+
+
+def celery_broker() -> str:
+    value = CELERY_BROKER.value() or CELERY_BROKER.default
+    if "://" not in value:
+        raise CELERY_BROKER.fail(value, "not a broker URL such as redis://127.0.0.1:6379/0.")
+    return value
 
 
 def base_model() -> str:
