@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import zoneinfo
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -67,6 +68,31 @@ WINDOW_WEEKS = Setting(
 )
 SCHEDULE_TIMEZONE = Setting(
     "TRAJECTORY_SCHEDULE_TIMEZONE", "UTC", "at load", "IANA time zone of the schedules' wall-clock times."
+)
+DAILY_CRON = Setting(
+    "TRAJECTORY_DAILY_CRON",
+    "30 0 * * *",
+    "at load",
+    "Cron of daily_ingest_schedule (in the time zone above).",
+)
+WEEKLY_CRON = Setting(
+    "TRAJECTORY_WEEKLY_CRON",
+    "0 3 * * 0",
+    "at load",
+    "Cron of weekly_retrain_schedule (in the time zone above).",
+)
+SENSOR_INTERVAL = Setting(
+    "TRAJECTORY_SENSOR_INTERVAL_SECONDS",
+    "120",
+    "at load",
+    "How often new_sessions_sensor looks at the transcript folders, in seconds.",
+)
+RUN_CONFIG = Setting(
+    "TRAJECTORY_RUN_CONFIG",
+    "",
+    "at each tick",
+    "YAML or JSON file of run config per job (daily_ingest_job:, weekly_retrain_job:) that the schedules "
+    "and the sensor launch runs with; empty: none.",
 )
 WORKERS = Setting(
     "TRAJECTORY_WORKERS",
@@ -156,6 +182,10 @@ SETTINGS: tuple[Setting, ...] = (
     START_DATE,
     WINDOW_WEEKS,
     SCHEDULE_TIMEZONE,
+    DAILY_CRON,
+    WEEKLY_CRON,
+    SENSOR_INTERVAL,
+    RUN_CONFIG,
     WORKERS,
     BACKFILL_DAYS_PER_RUN,
     EXECUTOR,
@@ -206,6 +236,47 @@ def schedule_timezone() -> str:
             value, "not an IANA time zone such as UTC or Europe/Berlin. Unset it to schedule in UTC."
         ) from None
     return value
+
+
+_CRON_FIELD = re.compile(r"^[\d*/,\-]+$")
+
+
+def _cron(setting: Setting) -> str:
+    value = setting.value() or setting.default
+    fields = value.split()
+    if len(fields) != 5 or not all(_CRON_FIELD.match(field) for field in fields):
+        raise setting.fail(
+            value,
+            f"not a cron schedule of five fields (minute hour day month weekday) like {setting.default!r}.",
+        )
+    return " ".join(fields)
+
+
+def daily_cron() -> str:
+    return _cron(DAILY_CRON)
+
+
+def weekly_cron() -> str:
+    return _cron(WEEKLY_CRON)
+
+
+def sensor_interval_seconds() -> int:
+    value = SENSOR_INTERVAL.value() or SENSOR_INTERVAL.default
+    if not value.isdigit() or int(value) < 1:
+        raise SENSOR_INTERVAL.fail(value, "use a whole number of seconds, 1 or more (default 120).")
+    return int(value)
+
+
+def run_config_file() -> Path | None:
+    value = RUN_CONFIG.value()
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    if not path.is_file():
+        raise RUN_CONFIG.fail(
+            value, "no such file. Point it at a YAML or JSON file of run config, or unset it."
+        )
+    return path
 
 
 def workers() -> int | None:
