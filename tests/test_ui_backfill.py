@@ -25,8 +25,17 @@ from playwright.sync_api import Page, expect
 
 from tests.conftest import REPO_ROOT
 from tests.dagster_processes import QUICK_QUEUE, make_instance, started, wait_for, write_workspace
+from tests.services import unavailable
 from tests.test_distributed import source_env
-from tests.test_ui_browser import LOCATION, _free_port, _wait_until_loaded, browser, page  # noqa: F401
+from tests.test_ui_browser import (  # noqa: F401 (browser and page are fixtures used here)
+    CHROMIUM,
+    LOCATION,
+    _free_port,
+    _wait_until_loaded,
+    browser,
+    page,
+)
+from trajectory_pipeline import settings
 from trajectory_pipeline.sample.corpus import CorpusSpec, generate_corpus
 
 pytestmark = [pytest.mark.ui_backfill, pytest.mark.slow]
@@ -50,6 +59,13 @@ def backfill_days() -> list[str]:
     today = dt.datetime.now(dt.UTC).date()
     first, last = (today - dt.timedelta(days=back) for back in DAYS_BACK)
     return [(first + dt.timedelta(days=n)).isoformat() for n in range((last - first).days + 1)]
+
+
+@pytest.fixture(scope="module")
+def chromium() -> None:
+    """Debian's Chromium, where every service must be there (elsewhere `browser` may find Playwright's)."""
+    if settings.require_services() and not CHROMIUM.exists():
+        unavailable(f"no Chromium at {CHROMIUM} (`make test` installs Debian's chromium as root)")
 
 
 @pytest.fixture(scope="module")
@@ -100,6 +116,7 @@ def _shoot(tab: Page, name: str, shots: list[Path]) -> None:
 
 
 def test_a_backfill_launched_in_the_ui_is_materialized_by_the_daemon(
+    chromium: None,
     browser: object,  # noqa: F811 (before ui: without Chromium the test skips before a server starts)
     ui: tuple[str, Path, list[str]],
     page: Page,  # noqa: F811
