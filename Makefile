@@ -50,10 +50,11 @@ demo: install  ## generate the sample corpus and materialize the chain on it thr
 
 test: install $(CHROMIUM)  ## the whole suite, slow end-to-end tests included
 	$(BIN)/python -m tests.postgres_server install  # Debian's postgresql when missing (as root), for test_postgres
+	$(BIN)/python -m tests.redis_server install  # Debian's redis-server when missing (as root), for test_distributed
 	$(WITH_BLAS) $(BIN)/python -m pytest
 
-# Debian's Chromium for the browser test (tests/test_ui_browser.py), installed when missing where root
-# and apt-get are at hand; elsewhere that test skips. apt's key check runs as the _apt user: its
+# Debian's Chromium for the browser tests (tests/test_ui_browser.py, test_ui_backfill.py), installed when
+# missing where root and apt-get are at hand; elsewhere those tests skip. apt's key check runs as the _apt user: its
 # temporary files go to /var/tmp, open to it even where /tmp is not.
 $(CHROMIUM):
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \

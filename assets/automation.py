@@ -17,7 +17,12 @@ each; `make ui` also starts the daemon that evaluates them), or from a shell whi
     dagster sensor start new_sessions_sensor -m assets.definitions
 
 Schedule times are wall-clock times in `TRAJECTORY_SCHEDULE_TIMEZONE` (an IANA name such as
-Europe/Berlin; default UTC), read when the definitions load. Partitions stay UTC days and
+Europe/Berlin; default UTC), read when the definitions load, as are the crons themselves
+(`TRAJECTORY_DAILY_CRON`, `TRAJECTORY_WEEKLY_CRON`) and the sensor's interval
+(`TRAJECTORY_SENSOR_INTERVAL_SECONDS`). The runs they launch take their run config from the file
+`TRAJECTORY_RUN_CONFIG` names, read at each tick: one block per job, as in the launchpad
+(`weekly_retrain_job: {resources: {trainer: {config: {iters: 600}}}}`), so scheduled trainings need not
+run on the defaults. Partitions stay UTC days and
 Sunday-start UTC weeks whatever the zone: a tick takes the last day (week) that is over in UTC.
 
 Why schedules and a sensor, not declarative automation (AutomationCondition): ingestion reads
@@ -50,8 +55,10 @@ import datetime as dt
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
+import yaml
 from sqlalchemy.engine import make_url
 
 from assets.instance import run_gone
@@ -60,11 +67,11 @@ from resources.adapter_registry import AdapterRegistryResource
 from resources.privacy import private
 from resources.session_sources import SessionSources
 from trajectory_pipeline import settings
-from trajectory_pipeline.ingest.new_files import Watch, advance, day_spans, file_states
+from trajectory_pipeline.ingest.new_files import Watch, advance, day_spans
 
-DAILY_CRON = "30 0 * * *"
-WEEKLY_CRON = "0 3 * * 0"
-SENSOR_INTERVAL_SECONDS = 120
+DAILY_CRON = settings.daily_cron()  # "30 0 * * *"
+WEEKLY_CRON = settings.weekly_cron()  # "0 3 * * 0"
+SENSOR_INTERVAL_SECONDS = settings.sensor_interval_seconds()  # 120
 ABANDONED_INTERVAL_SECONDS = 60
 RENDERED = dg.AssetKey("rendered_splits")
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
@@ -85,11 +92,35 @@ weekly_retrain_job = dg.define_asset_job(
 )
 
 
+def scheduled_run_config(job: str) -> dict[str, Any]:
+    """The run config the schedules and the sensor launch `job` with: its block in the file
+    `TRAJECTORY_RUN_CONFIG` names (read at every tick, so an edit applies to the next run); {} without."""
+    path = settings.run_config_file()
+    if path is None:
+        return {}
+    try:
+        loaded = yaml.safe_load(path.read_text()) or {}  # JSON is YAML too
+    except (OSError, yaml.YAMLError) as err:
+        raise dg.Failure(
+            f"{settings.RUN_CONFIG.name}={path}: cannot be read as YAML or JSON ({err})"
+        ) from None
+    block = loaded.get(job, {}) if isinstance(loaded, dict) else None
+    if not isinstance(block, dict):
+        raise dg.Failure(
+            f"{settings.RUN_CONFIG.name}={path}: expected a mapping of job names ({daily_ingest_job.name}, "
+            f"{weekly_retrain_job.name}) to run config (ops:, resources:), got {type(block).__name__}"
+        )
+    return block
+
+
 def ingest_request(first: dt.date, last: dt.date, run_key: str) -> dg.RunRequest:
     """One daily_ingest_job run over first..last: a partition for one day, a range otherwise."""
+    config = scheduled_run_config(daily_ingest_job.name)
     if first == last:
-        return dg.RunRequest(run_key=run_key, partition_key=first.isoformat())
-    return dg.RunRequest(run_key=run_key, tags={RANGE_START: first.isoformat(), RANGE_END: last.isoformat()})
+        return dg.RunRequest(run_key=run_key, partition_key=first.isoformat(), run_config=config)
+    return dg.RunRequest(
+        run_key=run_key, tags={RANGE_START: first.isoformat(), RANGE_END: last.isoformat()}, run_config=config
+    )
 
 
 def describe_days(days: Sequence[dt.date]) -> str:
@@ -150,7 +181,9 @@ def weekly_retrain_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequ
             f"never ingested ({describe_days(missing)}). daily_ingest_schedule ingests them each night; "
             "or run daily_ingest_job over them now, then launch weekly_retrain_job for this week."
         )
-    return dg.RunRequest(run_key=week, partition_key=week)
+    return dg.RunRequest(
+        run_key=week, partition_key=week, run_config=scheduled_run_config(weekly_retrain_job.name)
+    )
 
 
 @dg.sensor(
@@ -186,10 +219,10 @@ def new_sessions_sensor(
 ) -> dg.SensorResult:
     now = time.time()
     days = daily_partitions.get_partition_keys(current_time=dt.datetime.fromtimestamp(now, dt.UTC))
-    roots = session_sources.roots()  # no log line per missing root at every tick
+    files, watched = session_sources.watched_files()  # no log line per missing root at every tick
     update = advance(
         Watch.from_cursor(context.cursor),
-        file_states(roots),
+        files,
         now_us=int(now * 1_000_000),
         first_day=daily_partitions.start.date(),
         last_day=dt.date.fromisoformat(days[-1]) if days else None,
@@ -204,6 +237,6 @@ def new_sessions_sensor(
     waiting = f"; waiting: {', '.join(update.waiting)}" if update.waiting else ""
     return dg.SensorResult(
         skip_reason=f"no day ready: {update.changed} of {update.files} recent files new or grown "
-        f"(under {len(roots)} source roots){waiting}",
+        f"(under {watched} source roots){waiting}",
         cursor=cursor,
     )

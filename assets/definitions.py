@@ -21,6 +21,7 @@ from assets.automation import (
     weekly_retrain_schedule,
 )
 from assets.decision_points import decision_points
+from assets.executors import executor
 from assets.instance import keep_instance_private
 from assets.lora_adapter import lora_adapter
 from assets.mined_trajectories import mined_trajectories
@@ -46,6 +47,8 @@ defs = dg.Definitions(
     jobs=[daily_ingest_job, weekly_retrain_job],
     schedules=[daily_ingest_schedule, weekly_retrain_schedule],
     sensors=[new_sessions_sensor, abandoned_trainings_sensor],
+    # multiprocess on the launching machine, or Celery workers, or Kubernetes Jobs (TRAJECTORY_EXECUTOR)
+    executor=executor(),
     resources={
         "io_manager": ParquetIOManager(),
         "session_sources": SessionSources(),

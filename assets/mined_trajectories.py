@@ -18,7 +18,7 @@ from pydantic import Field
 from assets import OWNERS
 from assets.day_checks import Verdict, day_check, report
 from assets.metadata import counter_md, frame_md, single_or_dict
-from assets.partitions import daily_partitions
+from assets.partitions import daily_backfill_policy, daily_partitions
 from assets.workers import resolve_workers, workers_field
 from resources.core_config import derive, to_core
 from resources.parquet_io_manager import spool_root
@@ -72,7 +72,7 @@ NAME = "mined_trajectories"
         )
     },
     partitions_def=daily_partitions,
-    backfill_policy=dg.BackfillPolicy.single_run(),
+    backfill_policy=daily_backfill_policy(),
     group_name="ingest",
     compute_kind="pandas",
     # Each day gets its own check results (assets/day_checks.py); the check outputs stay unset.

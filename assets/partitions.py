@@ -16,6 +16,18 @@ START_DATE = settings.start_date().isoformat()
 
 daily_partitions = dg.DailyPartitionsDefinition(start_date=START_DATE, timezone="UTC")
 
+# A backfill of days: the whole range in one run (one machine: no start-up cost per day, the days
+# spread over its cores), or runs of k days (TRAJECTORY_BACKFILL_DAYS_PER_RUN=k: on a cluster, the
+# runs and their steps spread over the executor's workers). Read when the definitions load.
+DAYS_PER_RUN = settings.backfill_days_per_run()
+
+
+def daily_backfill_policy() -> dg.BackfillPolicy:
+    """The daily assets' backfill policy: one run per range, or runs of `DAYS_PER_RUN` days."""
+    if DAYS_PER_RUN is None:
+        return dg.BackfillPolicy.single_run()
+    return dg.BackfillPolicy.multi_run(max_partitions_per_run=DAYS_PER_RUN)
+
 
 # Sunday-to-Sunday weeks: a weekly adapter trains on the days up to the end of its week.
 weekly_partitions = dg.WeeklyPartitionsDefinition(start_date=START_DATE, timezone="UTC")

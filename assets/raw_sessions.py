@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from assets import OWNERS
 from assets.metadata import counter_md, frame_md
-from assets.partitions import daily_partitions
+from assets.partitions import daily_backfill_policy, daily_partitions
 from assets.workers import resolve_workers, workers_field
 from resources.core_config import derive, to_core
 from resources.parquet_io_manager import spool_root
@@ -64,14 +64,15 @@ class IngestConfig(_IngestKnobs):
     partitions_def=daily_partitions,
     # A range of days runs as one process that streams day after day: no per-run start-up
     # cost per day, memory still bounded by one day's batch.
-    backfill_policy=dg.BackfillPolicy.single_run(),
+    backfill_policy=daily_backfill_policy(),
     group_name="ingest",
     compute_kind="python",
 )
 def raw_sessions(
     context: dg.AssetExecutionContext, config: IngestConfig, session_sources: SessionSources
 ) -> tuple[dg.Output[Any], dg.Output[Any]]:
-    roots = session_sources.roots(private_log(context.log))
+    first_day = dt.date.fromisoformat(context.partition_keys[0])
+    roots = session_sources.roots(private_log(context.log), first_day)
     stores = session_sources.stores(private_log(context.log))
     options = to_core(IngestOptions, config)
     redactor = options.redactor()

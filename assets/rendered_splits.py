@@ -21,7 +21,7 @@ from pydantic import Field
 from assets import OWNERS
 from assets.day_checks import Verdict, Withheld, day_check, report, withheld_days
 from assets.metadata import as_table, counter_md, single_or_dict
-from assets.partitions import daily_partitions
+from assets.partitions import daily_backfill_policy, daily_partitions
 from resources.core_config import derive, to_core
 from resources.privacy import private_failure, private_metadata
 from trajectory_pipeline.dataset.mlx_data import DatasetManifest, SplitTooSmallError
@@ -38,6 +38,7 @@ from trajectory_pipeline.dataset.training_data import (
     load_tokenizer,
     write_window,
 )
+from trajectory_pipeline.storage import objects
 
 _SplitKnobs: Any = derive("SplitKnobs", RenderConfig, SelectConfig)
 
@@ -54,7 +55,7 @@ class RenderedSplitsConfig(_SplitKnobs):
     mlx_data_dir: str = Field(
         default="",
         description="Also write the mlx-lm data directory (train/valid/test.jsonl, manifest.json) "
-        "of the run's days here.",
+        "of the run's days here: a folder, or an object-store URL (s3://bucket/prefix).",
     )
     batch_size: int = Field(
         default=4, gt=0, description="The training batch size the data directory must fit."
@@ -96,7 +97,7 @@ REMEDIES = {
         )
     },
     partitions_def=daily_partitions,
-    backfill_policy=dg.BackfillPolicy.single_run(),
+    backfill_policy=daily_backfill_policy(),
     group_name="ingest",
     compute_kind="pandas",
     # Each day gets its own check results (assets/day_checks.py); the check outputs stay unset.
@@ -131,7 +132,9 @@ def rendered_splits(
         day_metadata[key] = private_metadata(split_metadata(rendered[key], counts[key]))
     tables = {key: as_table(frame, RENDERED_SCHEMA) for key, frame in rendered.items()}
     manifest = _write_data_dir(config, rendered, holdout, days) if days else None
-    output_metadata = {} if manifest is None else private_metadata(manifest_metadata(manifest))
+    output_metadata = (
+        {} if manifest is None else private_metadata(manifest_metadata(manifest, config.mlx_data_dir))
+    )
     if not withheld:
         for key in days:
             context.add_asset_metadata(day_metadata[key], asset_key=NAME, partition_key=key)
@@ -208,14 +211,17 @@ def _write_data_dir(
     holdout: frozenset[str],
     partitions: list[str],
 ) -> DatasetManifest | None:
-    """The mlx-lm data directory of the run's days, when the config names one."""
+    """The mlx-lm data directory of the run's days, when the config names one. For an object store it
+    is written in the local cache's copy of the prefix, then uploaded (manifest.json last)."""
     if not config.mlx_data_dir:
         return None
     rows = pd.concat(rendered.values(), ignore_index=True)
+    remote = objects.is_remote(config.mlx_data_dir)
+    folder = objects.mirror_path(config.mlx_data_dir) if remote else objects.local_path(config.mlx_data_dir)
     try:
-        return write_window(
+        manifest = write_window(
             rows,
-            Path(config.mlx_data_dir).expanduser(),
+            folder,
             batch_size=config.batch_size,
             pad_small_splits=config.pad_small_splits,
             holdout=holdout,
@@ -224,11 +230,15 @@ def _write_data_dir(
         )
     except (LeakageError, SplitTooSmallError) as err:
         raise private_failure(f"mlx-lm data directory not written: {err}") from None
+    if remote:
+        objects.publish_tree(config.mlx_data_dir)
+    return manifest
 
 
-def manifest_metadata(manifest: DatasetManifest) -> dict[str, Any]:
+def manifest_metadata(manifest: DatasetManifest, location: str = "") -> dict[str, Any]:
+    shown = location if objects.is_remote(location) else str(manifest.path)
     return {
-        "mlx_data_dir": dg.MetadataValue.path(str(manifest.path)),
+        "mlx_data_dir": dg.MetadataValue.path(shown),
         "dataset_hash": manifest.dataset_hash,
         "examples_by_split": dg.MetadataValue.json(manifest.counts),
         "file_sha256": dg.MetadataValue.json(manifest.sha256),

@@ -7,6 +7,9 @@ beside the adapter (`<artifacts>/<adapter_id>/eval/report.md` and `pass_rate.png
 promotes the adapter in the registry or rejects it with the reason. Its Parquet output is one
 row per scored answer.
 
+Adapters kept in an object store (a URL in the manifest or the registry) are replayed from the local
+cache's copies (`TRAJECTORY_CACHE_DIR`), and the report and chart are uploaded beside the adapter.
+
     trajectory-pipeline materialize --select replay_eval --partition 2026-11-22
 """
 
@@ -28,6 +31,7 @@ from trajectory_pipeline.evaluation.promotion import PROMOTED_STATUS, PromotionC
 from trajectory_pipeline.evaluation.replay import ReplayConfig
 from trajectory_pipeline.evaluation.schema import EVAL_RESULT_SCHEMA, HOLDOUT
 from trajectory_pipeline.parquet_io import make_private_tree
+from trajectory_pipeline.storage import objects
 
 _ReplayKnobs: Any = derive("ReplayKnobs", ReplayConfig, PromotionConfig, exclude={"lane"})
 
@@ -73,10 +77,14 @@ def replay_eval(
     replay, promotion = config.replay(), config.promotion()
     manifest = lora_adapter.iloc[0]
     registry = adapter_registry.registry()
-    base_model = Path(manifest["base_model"])
-    candidate = Contender(manifest["adapter_id"], Path(manifest["adapter_path"]))
+    base_model = Path(manifest["base_model"])  # a local folder, or the cache's copy of a model's URL
+    base_url = objects.remote_of(base_model)
+    local_base = objects.fetch_tree(base_url) if base_url else base_model
+    # Adapters by path or URL: replayed from local folders (the cache's copies of URLs).
+    candidate_location = str(manifest["adapter_path"])
+    candidate = Contender(manifest["adapter_id"], objects.local_tree(candidate_location))
     current = registry.promoted(str(base_model))
-    promoted = Contender(current.adapter_id, Path(current.artifact_path)) if current else None
+    promoted = Contender(current.adapter_id, objects.local_tree(current.artifact_path)) if current else None
     days = sorted(rendered_splits)
     trained_on = (manifest["data_window_start"], manifest["data_window_end"])
     if days and (days[0], days[-1]) != trained_on:
@@ -88,13 +96,18 @@ def replay_eval(
     window = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
     try:
         outcome = run_replay_eval(
-            window, base_model, candidate, promoted, replay, promotion, candidate.path.parent / "eval"
+            window, local_base, candidate, promoted, replay, promotion, candidate.path.parent / "eval"
         )
     except ValueError as err:
         raise private_failure(f"replay_eval for week {context.partition_key}: {err}") from None
     finally:
         # The report and chart (matplotlib writes with the umask's modes) join the private artifacts.
         make_private_tree(candidate.path.parent)
+    report_location = str(outcome.report)
+    if objects.is_remote(candidate_location):  # the report and chart join the adapter in the store
+        eval_url = objects.join(candidate_location.rsplit("/", 1)[0], "eval")
+        objects.publish_tree(eval_url, last=(outcome.report.name,))
+        report_location = objects.join(eval_url, outcome.report.name)
 
     decision = outcome.decision
     try:
@@ -102,7 +115,9 @@ def replay_eval(
     except ValueError as err:
         raise private_failure(f"replay_eval for week {context.partition_key}: {err}") from None
     context.log.info(f"adapter {candidate.adapter_id} {applied}: {decision.reason}")
-    metadata = private_metadata({**_metadata(outcome), "registry": applied})
+    metadata = private_metadata(
+        {**_metadata(outcome), "report_path": dg.MetadataValue.path(report_location), "registry": applied}
+    )
     yield dg.Output(as_table(outcome.results, EVAL_RESULT_SCHEMA), metadata=metadata)
     yield dg.AssetCheckResult(
         check_name="adapter_promoted",
@@ -149,7 +164,6 @@ def _metadata(outcome: EvalOutcome) -> dict[str, Any]:
                 f"]({outcome.chart.name})", f"](data:image/png;base64,{chart})"
             )
         ),
-        "report_path": dg.MetadataValue.path(str(outcome.report)),
         "chart": dg.MetadataValue.md(f"![pass rate per model and lane](data:image/png;base64,{chart})"),
         "seconds_per_model": dg.MetadataValue.json(
             {model: round(t["seconds"], 2) for model, t in outcome.timings.items()}

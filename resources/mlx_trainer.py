@@ -2,7 +2,8 @@
 
 Field names and defaults follow `mlx_lm.lora` so its users feel at home (mask_prompt is on:
 train only on the decision). The base model is any local MLX model directory; the default,
-`TRAJECTORY_BASE_MODEL` or `data/tiny-model`, is the bundled tiny model `make demo` builds.
+`TRAJECTORY_BASE_MODEL` or `data/tiny-model`, is the bundled tiny model `make demo` builds. A base
+model in an object store (a URL) is read from the local cache's copy, refreshed when it changed.
 """
 
 from pathlib import Path
@@ -14,6 +15,7 @@ from pydantic import Field
 from resources.core_config import derive, to_core
 from resources.privacy import private_failure
 from trajectory_pipeline import settings
+from trajectory_pipeline.storage import objects
 from trajectory_pipeline.training.trainer import (
     ModelDirectoryError,
     NonFiniteLossError,
@@ -31,19 +33,21 @@ class MLXTrainer(_TrainKnobs):
 
     base_model: str = Field(
         default="",
-        description="Local MLX model directory (config.json, model*.safetensors, tokenizer files); "
-        "empty: $TRAJECTORY_BASE_MODEL, else data/tiny-model.",
+        description="MLX model directory (config.json, model*.safetensors, tokenizer files), local or "
+        "an object-store URL (read from the local cache); empty: $TRAJECTORY_BASE_MODEL, else "
+        "data/tiny-model.",
     )
 
     def train_config(self) -> TrainConfig:
         return to_core(TrainConfig, self)
 
     def check(self) -> Path:
-        """The base model directory, or a clear failure saying what one must contain."""
-        path = Path(self.base_model or settings.base_model()).expanduser()
+        """The base model directory (the cache's copy of a URL), or a clear failure saying what one
+        must contain."""
         try:
+            path = objects.local_tree(self.base_model or settings.base_model())
             check_model_dir(path)
-        except ModelDirectoryError as err:
+        except (ModelDirectoryError, objects.StorageError) as err:
             raise private_failure(f"MLXTrainer.base_model: {err}") from None
         return path
 

@@ -1,9 +1,15 @@
 """The Parquet IO manager every tabular asset is stored through.
 
 One file per asset partition: `<base_dir>/<asset key>/<partition>.parquet`
-(`<base_dir>/<asset key>.parquet` when unpartitioned). Files are written under
-a temporary name and renamed, so a killed run never leaves half a partition,
-and they are 0600 in 0700 folders because they hold people's transcripts.
+(`<base_dir>/<asset key>.parquet` when unpartitioned). `base_dir` is a local folder or an
+object-store URL (`s3://bucket/prefix`; gs://, az:// where gcsfs, adlfs are installed): the
+same idea as Dagster's `UPathIOManager`, with this project's writes
+(`trajectory_pipeline/storage/objects.py`). Files are written under a temporary name and renamed
+(locally), or written whole in the local cache and uploaded in one PUT (an object store shows an
+object only once its upload completes), so no reader, and no killed run, ever sees half a
+partition; local files are 0600 in 0700 folders because they hold people's transcripts. Inputs
+from an object store are read from the cache's copies (downloaded when stale), so a step and the
+worker processes it forks read local files.
 
 An asset may return a DataFrame, a pyarrow Table, a `SpooledParquet` (a file it
 already streamed to disk), or — when one run covers several partitions, as a
@@ -29,7 +35,8 @@ from pydantic import Field
 
 from resources.privacy import private, private_failure
 from trajectory_pipeline import settings
-from trajectory_pipeline.parquet_io import SPOOL_DIR, SpooledParquet, move_atomic, write_table_atomic
+from trajectory_pipeline.parquet_io import SpooledParquet
+from trajectory_pipeline.storage import objects
 
 # Input metadata for a window that may have gaps (days with no sessions, not yet ingested): the
 # stored partitions come as a dict and the missing ones are left out instead of failing the run.
@@ -43,19 +50,24 @@ class ParquetIOManager(dg.ConfigurableIOManager):
 
     base_dir: str = Field(
         default="",
-        description="Folder that holds every asset's Parquet files (created 0700 when missing); "
-        "empty: $TRAJECTORY_DATA_DIR, else data/warehouse.",
+        description="Folder (created 0700 when missing) or object-store URL (s3://bucket/prefix) that "
+        "holds every asset's Parquet files; empty: $TRAJECTORY_DATA_DIR, else data/warehouse.",
     )
 
-    def base_path(self) -> Path:
-        """The data directory: `base_dir`, else $TRAJECTORY_DATA_DIR, else data/warehouse."""
-        return Path(self.base_dir or settings.data_dir()).expanduser()
+    def base_location(self) -> str:
+        """The data directory: `base_dir`, else $TRAJECTORY_DATA_DIR, else data/warehouse; a local
+        path (`~` expanded) or a URL."""
+        base = self.base_dir or settings.data_dir()
+        return base if objects.is_remote(base) else str(objects.local_path(base))
 
-    def path_for(self, asset_key: dg.AssetKey, partition_key: str | None = None) -> Path:
-        folder = self.base_path().joinpath(*asset_key.path)
+    def location_for(self, asset_key: dg.AssetKey, partition_key: str | None = None) -> str:
+        """Where one partition is stored: a local path or a URL."""
+        parts = list(asset_key.path)
         if partition_key is None:
-            return folder.with_name(folder.name + ".parquet")
-        return folder / f"{partition_key}.parquet"
+            parts[-1] += ".parquet"
+        else:
+            parts.append(f"{partition_key}.parquet")
+        return objects.join(self.base_location(), *parts)
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -108,28 +120,23 @@ class ParquetIOManager(dg.ConfigurableIOManager):
 
     def _write(
         self, asset_key: dg.AssetKey, partition_key: str | None, value: Storable
-    ) -> tuple[Path, int, int]:
-        dest = self.path_for(asset_key, partition_key)
+    ) -> tuple[str, int, int]:
+        dest = self.location_for(asset_key, partition_key)
         if isinstance(value, SpooledParquet):
-            move_atomic(value.path, dest)
-            rows = value.row_count
-        else:
-            table = (
-                value if isinstance(value, pa.Table) else pa.Table.from_pandas(value, preserve_index=False)
-            )
-            write_table_atomic(table, dest)
-            rows = table.num_rows
-        return dest, rows, dest.stat().st_size
+            return dest, value.row_count, objects.publish_file(value.path, dest)
+        table = value if isinstance(value, pa.Table) else pa.Table.from_pandas(value, preserve_index=False)
+        return dest, table.num_rows, objects.write_table(table, dest)
 
     # -- reading -----------------------------------------------------------------------------
 
     def load_input(self, context: dg.InputContext) -> Any:
         asset_key = context.asset_key
         keys = list(context.asset_partition_keys) if context.has_asset_partitions else [None]
-        paths = {key: self.path_for(asset_key, key) for key in keys}
-        absent = [key for key, path in paths.items() if not path.exists()]
+        locations = {key: self.location_for(asset_key, key) for key in keys}
+        found = objects.stat_many(locations.values())
+        absent = [key for key, location in locations.items() if found[location] is None]
         if absent and (context.definition_metadata or {}).get(ALLOW_MISSING):
-            paths = {key: path for key, path in paths.items() if key not in absent}
+            locations = {key: location for key, location in locations.items() if key not in absent}
             context.log.info(
                 f"{asset_key.to_user_string()}: {len(absent)} partition(s) of the window not stored"
             )
@@ -137,8 +144,13 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             shown = ", ".join(str(key) for key in absent[:5]) + (" ..." if len(absent) > 5 else "")
             raise private_failure(
                 f"{asset_key.to_user_string()} has no stored data for partition(s) {shown} under "
-                f"{self.base_path()}. Materialize those partitions of {asset_key.to_user_string()} first."
+                f"{self.base_location()}. Materialize those partitions of {asset_key.to_user_string()} first."
             )
+        # From an object store: the cache's copies (fresh ones are not downloaded again).
+        paths = {
+            key: objects.fetch(location, found[location]) if objects.is_remote(location) else Path(location)
+            for key, location in locations.items()
+        }
         wanted = context.dagster_type.typing_type
         if typing.get_origin(wanted) in (dict, Mapping) or wanted in (dict, Mapping):
             args = typing.get_args(wanted)
@@ -150,17 +162,18 @@ class ParquetIOManager(dg.ConfigurableIOManager):
 
 def spool_root(context: dg.AssetExecutionContext) -> Path:
     """Where an asset spools the files its IO manager then moves into place: the `.spool/` folder of
-    the data directory the run writes to (so a killed run's leftovers stay inside it)."""
+    the data directory the run writes to (so a killed run's leftovers stay inside it), or the local
+    cache's `spool/` when the data directory is an object store."""
     manager = getattr(context.resources, "io_manager", None)
-    base = manager.base_path() if isinstance(manager, ParquetIOManager) else Path(settings.data_dir())
-    return base.expanduser() / SPOOL_DIR
+    base = manager.base_location() if isinstance(manager, ParquetIOManager) else settings.data_dir()
+    return objects.spool_root(base)
 
 
-def _file_metadata(path: Path, rows: int, size: int) -> dict[str, Any]:
+def _file_metadata(path: str, rows: int, size: int) -> dict[str, Any]:
     return {
         "dagster/row_count": rows,
         "row_count": rows,
-        "path": dg.MetadataValue.path(private(str(path))),
+        "path": dg.MetadataValue.path(private(path)),
         "size_bytes": size,
     }
 

@@ -331,3 +331,32 @@ def test_sensor_requests_new_and_grown_files_once(tmp_path: Path) -> None:
         (today - dt.timedelta(days=n)).isoformat() for n in (4, 2)
     ]
     assert again.run_key != request.run_key
+
+
+# ---------------------------------------------------------------- what scheduled runs are launched with
+
+
+def test_scheduled_runs_take_their_run_config_from_the_file_the_setting_names(
+    instance: dg.DagsterInstance, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trainer = {"resources": {"trainer": {"config": {"iters": 600, "batch_size": 2}}}}
+    ingest = {"ops": {"rendered_splits": {"config": {"max_length": 6000}}}}
+    path = tmp_path / "scheduled.json"  # JSON or YAML
+    path.write_text(json.dumps({"weekly_retrain_job": trainer, "daily_ingest_job": ingest}))
+    monkeypatch.setenv("TRAJECTORY_RUN_CONFIG", str(path))
+    mark_ingested(instance, window(SUNDAY))
+    (request,) = tick(weekly_retrain_schedule, instance, "2026-11-29 03:00")
+    assert request.run_config == trainer
+    requests = tick(daily_ingest_schedule, instance, "2026-11-29 00:30")
+    assert requests and all(request.run_config == ingest for request in requests)
+    # The jobs accept these blocks, as the launchpad would check them.
+    for job, config in (("weekly_retrain_job", trainer), ("daily_ingest_job", ingest)):
+        assert dg.validate_run_config(defs.resolve_job_def(job), config)
+
+    path.write_text("weekly_retrain_job: [not, a, mapping]\n")
+    with pytest.raises(dg.DagsterUserCodeExecutionError) as raised:  # an error tick, naming the file
+        tick(weekly_retrain_schedule, instance, "2026-11-29 03:00")
+    assert f"TRAJECTORY_RUN_CONFIG={path}: expected a mapping" in str(raised.value.__cause__)
+    monkeypatch.delenv("TRAJECTORY_RUN_CONFIG")
+    (request,) = tick(weekly_retrain_schedule, instance, "2026-11-29 03:00")
+    assert request.run_config == {}

@@ -20,62 +20,23 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
-import psutil
 import pytest
 import yaml
 
 from assets.instance import reap_dead_runs, worker_health
 from tests.assets.sample_window import WEEK, ingest_sample_window
 from tests.conftest import REPO_ROOT
+from tests.dagster_processes import BIN, instance_config, kill_tree, wait_for
 from trajectory_pipeline import blas
 from trajectory_pipeline.training.registry import AdapterRegistry, sqlite_url
 
-BIN = Path(sys.executable).parent
-# The repository's instance config, its two intervals shortened: the daemon looks at runs every 2 s
-# (30 s) and frees a dead run's slots 2 s after it failed (60 s).
-SHORTENED = {
-    "poll_interval_seconds: 30": "poll_interval_seconds: 2",
-    "free_slots_after_run_end_seconds: 60": "free_slots_after_run_end_seconds: 2",
-}
 TRAINER = {"num_layers": -1, "batch_size": 1, "val_batches": 1, "learning_rate": 5e-3, "max_seq_length": 4096}
 DEADLINE_S = 240  # the whole scenario on two busy cores; it takes about a minute
-
-
-def instance_config() -> str:
-    text = (REPO_ROOT / "dagster.yaml").read_text()
-    for old, new in SHORTENED.items():
-        assert old in text, f"dagster.yaml no longer says {old!r}"
-        text = text.replace(old, new)
-    return text
-
-
-def kill_tree(pid: int) -> None:
-    """SIGKILL a process and everything it started: the way the OOM killer or `kill -9` ends a run."""
-    with contextlib.suppress(psutil.NoSuchProcess):
-        process = psutil.Process(pid)
-        for child in process.children(recursive=True):
-            with contextlib.suppress(psutil.NoSuchProcess):
-                child.send_signal(signal.SIGKILL)
-        process.send_signal(signal.SIGKILL)
-
-
-def wait_for(what: str, condition, timeout: float, *logs: Path):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.5)
-    tails = "\n".join(
-        f"--- {log.name}:\n{log.read_text(errors='replace')[-4000:]}" for log in logs if log.exists()
-    )
-    pytest.fail(f"timed out waiting for {what}\n{tails}")
 
 
 def training_rows(home: Path) -> list[tuple[str, str, str | None, str | None]]:

@@ -38,6 +38,13 @@ def test_the_readme_lists_every_setting() -> None:
         (settings.WINDOW_WEEKS, "0", settings.window_weeks),
         (settings.SCHEDULE_TIMEZONE, "Mars/Olympus", settings.schedule_timezone),
         (settings.WORKERS, "-2", settings.workers),
+        (settings.BACKFILL_DAYS_PER_RUN, "a week", settings.backfill_days_per_run),
+        (settings.EXECUTOR, "spark", settings.executor),
+        (settings.CELERY_BROKER, "localhost", settings.celery_broker),
+        (settings.WEEKLY_CRON, "every sunday", settings.weekly_cron),
+        (settings.DAILY_CRON, "30 0 * *", settings.daily_cron),
+        (settings.SENSOR_INTERVAL, "0", settings.sensor_interval_seconds),
+        (settings.RUN_CONFIG, "/nonexistent/run.yaml", settings.run_config_file),
     ],
 )
 def test_a_bad_value_is_one_line_naming_the_variable(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import zoneinfo
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -50,7 +51,14 @@ DATA_DIR = Setting(
     "TRAJECTORY_DATA_DIR",
     "data/warehouse",
     "at run time",
-    "Folder of the Parquet tables, one file per partition.",
+    "Folder or object-store URL (s3://bucket/prefix) of the Parquet tables, one file per partition.",
+)
+CACHE_DIR = Setting(
+    "TRAJECTORY_CACHE_DIR",
+    "~/.cache/trajectory-pipeline",
+    "at run time",
+    "Local cache of what is read from or written to object storage (copies, uploads being spooled); "
+    "0700, safe to delete between runs.",
 )
 START_DATE = Setting(
     "TRAJECTORY_START_DATE", "2025-01-01", "at load", "First daily partition (YYYY-MM-DD), UTC."
@@ -61,17 +69,62 @@ WINDOW_WEEKS = Setting(
 SCHEDULE_TIMEZONE = Setting(
     "TRAJECTORY_SCHEDULE_TIMEZONE", "UTC", "at load", "IANA time zone of the schedules' wall-clock times."
 )
+DAILY_CRON = Setting(
+    "TRAJECTORY_DAILY_CRON",
+    "30 0 * * *",
+    "at load",
+    "Cron of daily_ingest_schedule (in the time zone above).",
+)
+WEEKLY_CRON = Setting(
+    "TRAJECTORY_WEEKLY_CRON",
+    "0 3 * * 0",
+    "at load",
+    "Cron of weekly_retrain_schedule (in the time zone above).",
+)
+SENSOR_INTERVAL = Setting(
+    "TRAJECTORY_SENSOR_INTERVAL_SECONDS",
+    "120",
+    "at load",
+    "How often new_sessions_sensor looks at the transcript folders, in seconds.",
+)
+RUN_CONFIG = Setting(
+    "TRAJECTORY_RUN_CONFIG",
+    "",
+    "at each tick",
+    "YAML or JSON file of run config per job (daily_ingest_job:, weekly_retrain_job:) that the schedules "
+    "and the sensor launch runs with; empty: none.",
+)
 WORKERS = Setting(
     "TRAJECTORY_WORKERS",
     "",
     "at run time",
     "Processes a range run spreads its days over; empty: one per CPU.",
 )
+BACKFILL_DAYS_PER_RUN = Setting(
+    "TRAJECTORY_BACKFILL_DAYS_PER_RUN",
+    "",
+    "at load",
+    "A backfill of days runs this many days per run (a cluster: runs spread over workers); empty: "
+    "the whole range in one run.",
+)
+EXECUTOR = Setting(
+    "TRAJECTORY_EXECUTOR",
+    "multiprocess",
+    "at load",
+    "Where a run's steps execute: multiprocess (the machine that launches the run), celery (Celery "
+    "workers) or k8s (a Kubernetes Job per step).",
+)
+CELERY_BROKER = Setting(
+    "TRAJECTORY_CELERY_BROKER",
+    "redis://127.0.0.1:6379/0",
+    "at load",
+    "Broker and result backend of the celery executor and its workers (redis://host:port/db).",
+)
 BASE_MODEL = Setting(
     "TRAJECTORY_BASE_MODEL",
     "data/tiny-model",
     "at run time",
-    "Local MLX model directory the adapter trains on.",
+    "MLX model directory the adapter trains on: a folder, or an object-store URL (read from the cache).",
 )
 REGISTRY_URL = Setting(
     "TRAJECTORY_REGISTRY_URL",
@@ -133,13 +186,28 @@ REQUIRE_BLAS = Setting(
     "by the tests",
     "1: a missing optimized BLAS fails tests/test_blas.py instead of skipping it (.ci/run sets it).",
 )
+REQUIRE_SERVICES = Setting(
+    "TRAJECTORY_REQUIRE_SERVICES",
+    "",
+    "by the tests",
+    "1: a missing S3 server, Redis, Celery or Chromium fails the object-store, distributed, daemon and "
+    "UI-backfill tests instead of skipping them (.ci/run sets it).",
+)
 
 SETTINGS: tuple[Setting, ...] = (
     DATA_DIR,
+    CACHE_DIR,
     START_DATE,
     WINDOW_WEEKS,
     SCHEDULE_TIMEZONE,
+    DAILY_CRON,
+    WEEKLY_CRON,
+    SENSOR_INTERVAL,
+    RUN_CONFIG,
     WORKERS,
+    BACKFILL_DAYS_PER_RUN,
+    EXECUTOR,
+    CELERY_BROKER,
     BASE_MODEL,
     REGISTRY_URL,
     SOURCE_ROOT,
@@ -151,11 +219,16 @@ SETTINGS: tuple[Setting, ...] = (
     REAL_CORPUS,
     REQUIRE_REAL_CORPUS,
     REQUIRE_BLAS,
+    REQUIRE_SERVICES,
 )
 
 
 def data_dir() -> str:
     return DATA_DIR.value() or DATA_DIR.default
+
+
+def cache_dir() -> str:
+    return CACHE_DIR.value() or CACHE_DIR.default
 
 
 def start_date() -> dt.date:
@@ -186,6 +259,47 @@ def schedule_timezone() -> str:
     return value
 
 
+_CRON_FIELD = re.compile(r"^[\d*/,\-]+$")
+
+
+def _cron(setting: Setting) -> str:
+    value = setting.value() or setting.default
+    fields = value.split()
+    if len(fields) != 5 or not all(_CRON_FIELD.match(field) for field in fields):
+        raise setting.fail(
+            value,
+            f"not a cron schedule of five fields (minute hour day month weekday) like {setting.default!r}.",
+        )
+    return " ".join(fields)
+
+
+def daily_cron() -> str:
+    return _cron(DAILY_CRON)
+
+
+def weekly_cron() -> str:
+    return _cron(WEEKLY_CRON)
+
+
+def sensor_interval_seconds() -> int:
+    value = SENSOR_INTERVAL.value() or SENSOR_INTERVAL.default
+    if not value.isdigit() or int(value) < 1:
+        raise SENSOR_INTERVAL.fail(value, "use a whole number of seconds, 1 or more (default 120).")
+    return int(value)
+
+
+def run_config_file() -> Path | None:
+    value = RUN_CONFIG.value()
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    if not path.is_file():
+        raise RUN_CONFIG.fail(
+            value, "no such file. Point it at a YAML or JSON file of run config, or unset it."
+        )
+    return path
+
+
 def workers() -> int | None:
     """The configured number of worker processes, or None to use one per CPU."""
     value = WORKERS.value()
@@ -194,6 +308,33 @@ def workers() -> int | None:
     if not value.isdigit() or int(value) < 1:
         raise WORKERS.fail(value, "use a whole number of processes, 1 or more, or unset it.")
     return int(value)
+
+
+def backfill_days_per_run() -> int | None:
+    """Days per run of a daily backfill, or None for the whole range in one run."""
+    value = BACKFILL_DAYS_PER_RUN.value()
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise BACKFILL_DAYS_PER_RUN.fail(value, "use a whole number of days, 1 or more, or unset it.")
+    return int(value)
+
+
+EXECUTORS = ("multiprocess", "celery", "k8s")
+
+
+def executor() -> str:
+    value = (EXECUTOR.value() or EXECUTOR.default).lower()
+    if value not in EXECUTORS:
+        raise EXECUTOR.fail(value, f"use one of {', '.join(EXECUTORS)}, or unset it (multiprocess).")
+    return value
+
+
+def celery_broker() -> str:
+    value = CELERY_BROKER.value() or CELERY_BROKER.default
+    if "://" not in value:
+        raise CELERY_BROKER.fail(value, "not a broker URL such as redis://127.0.0.1:6379/0.")
+    return value
 
 
 def base_model() -> str:
@@ -238,6 +379,10 @@ def require_real_corpus() -> bool:
 
 def require_blas() -> bool:
     return REQUIRE_BLAS.value() not in ("", "0")
+
+
+def require_services() -> bool:
+    return REQUIRE_SERVICES.value() not in ("", "0")
 
 
 def table() -> str:
