@@ -514,6 +514,7 @@ RICH_STATE = "\n".join(
         "",
         "State so far:",
         "- tool calls made: 5",
+        "- last call: run_shell `git push --force`",
         "- files read: fees.py",
         "- files edited: fees.py",
         '- last command: `uv run pytest -q tests/test_fees.py` (failed); its output ends: "1 failed, 1 '

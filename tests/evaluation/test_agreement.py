@@ -11,6 +11,8 @@ must pass, and free decoding must write the training target's very call.
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -22,7 +24,13 @@ from trajectory_pipeline.sample.tiny_base import BaseTraining, learn_base
 from trajectory_pipeline.sample.tiny_model import TinyModelSpec, build_tiny_model
 
 RECORDS = 8
+MAX_TARGET_CHARS = 300
 SPLITS = ("train", "valid", "test")
+
+
+def _target_chars(record: str) -> int:
+    """The length of a record's answer: its last message, the call, as JSON."""
+    return len(json.dumps(json.loads(record)["messages"][-1]))
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +45,8 @@ def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pd.DataFrame]
     days = sorted((root / "warehouse" / "rendered_splits").glob("*.parquet"))
     rendered = pd.concat([pd.read_parquet(path) for path in days], ignore_index=True)
     train = rendered[rendered["split"] == "train"].sort_values(["chars", "decision_id"])
+    # calls a few dozen tokens long: what is checked is the boundary, not memorizing a file's text
+    train = train[train["record"].map(_target_chars) <= MAX_TARGET_CHARS]
     rows = train.drop_duplicates("target_name").head(RECORDS)
     rows = pd.concat([rows, train.drop(rows.index)]).head(RECORDS)
     # every split holds the same records (this model is meant to memorize them), relabelled
@@ -48,10 +58,10 @@ def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pd.DataFrame]
         TinyModelSpec(hidden_size=128, intermediate_size=256),
     )
     record = learn_base(
-        model, root / "data", BaseTraining(iters=250, learning_rate=3e-3, mask_prompt=True, batch_size=4)
+        model, root / "data", BaseTraining(iters=400, learning_rate=3e-3, mask_prompt=True, batch_size=4)
     )
     losses = [row["train_loss"] for row in record["losses"] if "train_loss" in row]
-    assert losses[-1] < 0.1, f"the model did not learn its eight records: train loss {losses[-1]:.3f}"
+    assert losses[-1] < 0.02, f"the model did not learn its eight records: train loss {losses[-1]:.3f}"
     cases = [case_from_row(row, SEEN_EXACT) for row in rows.to_dict("records")]
     return {
         decoding: evaluate_model(

@@ -7,6 +7,7 @@ system prompt as it was, and one user message holding the task and the state the
 
     State so far:
     - tool calls made: 4
+    - last call: run_shell `pytest -q`
     - files read: src/cli.py, tests/test_cli.py
     - files edited: src/cli.py
     - last command: `pytest -q` (failed); its output ends: "1 failed, 3 passed in 0.12s"
@@ -15,7 +16,8 @@ system prompt as it was, and one user message holding the task and the state the
 
 Read from the history's canonical calls and results: files as `files_inspected` and
 `files_edited` read them (`attempts.call_files`; refused calls left out), in order of first
-mention, the most recent `MAX_FILES` kept; the last `run_shell` call with its outcome (a
+mention, the most recent `MAX_FILES` kept; the last call (what comes next depends on it most:
+a verification follows an edit), refused or not; the last `run_shell` call with its outcome (a
 verification's by its runner output, `verification.command_outcome`, else `ran`) and the last
 non-empty line of its output; the guard denials (results that say a person, hook, sandbox or
 policy refused the call, `attempts.is_guard_denial`) and the last one; the latest user message
@@ -82,6 +84,7 @@ def state_text(messages: Sequence[Message]) -> str:
     read: dict[str, None] = {}
     edited: dict[str, None] = {}
     last_command: tuple[str, str | None] | None = None
+    last_call = ""
     denials: list[str] = []
     later_user: str | None = None
     for message in messages[2:]:
@@ -94,6 +97,7 @@ def state_text(messages: Sequence[Message]) -> str:
             calls += 1
             name, arguments = str(call.get("name")), dict(call.get("arguments") or {})
             result = results.get(call.get("id"))
+            last_call = _call_text(name, arguments)
             if result is not None and is_guard_denial(result):
                 denials.append(f"{_call_text(name, arguments)}: {_quote(_last_line(result[:400]) or result)}")
                 continue
@@ -111,7 +115,7 @@ def state_text(messages: Sequence[Message]) -> str:
     if not calls:
         lines.append("State so far: no tool call made yet.")
     else:
-        lines += ["State so far:", f"- tool calls made: {calls}"]
+        lines += ["State so far:", f"- tool calls made: {calls}", f"- last call: {last_call}"]
         lines.append(f"- files read: {_listed(list(read))}")
         lines.append(f"- files edited: {_listed(list(edited))}")
         if last_command is not None:
