@@ -16,8 +16,10 @@ decisions better than the model it started from. So:
    decisions under constrained decoding. The closing table holds the demo's targets, read from
    replay_eval's own rows.
 
-Both models see the same records, rendered for a small model (`decision_points` run config): the
-calls and their results (capped at 200 characters) without the agent's prose.
+Both models see the same records, rendered for a small model (`rendered_splits` run config,
+`history: state_summary`): the task and a compact state (the last call, the files read and edited,
+the last command and its outcome) in place of the raw history, so a step costs a few hundred tokens
+and the whole demo fits in minutes on two CPU cores.
 
     DAGSTER_HOME=$PWD/.dagster_home trajectory-pipeline demo
 """
@@ -60,35 +62,34 @@ from trajectory_pipeline.sample.tiny_base import (
 from trajectory_pipeline.sample.tiny_model import TinyModelSpec, build_tiny_model, corpus_texts
 
 BATCH_SIZE = 4  # mlx-lm's default; the data directory must hold a batch in every split
-# Histories for a small model, for both models alike: calls and their results (capped), without
-# the agent's prose, whole attempts where they fit, so an attempt's records extend each other and
-# `history_calls` learns every call of an attempt from its last record.
-DEMO_DECISIONS: dict[str, Any] = {"max_result_chars": 200, "history_budget_chars": 6000, "agent_text": False}
+# Records for a small model, for both models alike: the task and a compact state before each
+# decision (`dataset/state.py`), tool results capped where the state quotes them.
+DEMO_DECISIONS: dict[str, Any] = {"max_result_chars": 200, "agent_text": False}
+DEMO_RENDER: dict[str, Any] = {"history": "state_summary", "batch_size": BATCH_SIZE}
 # The bundled tiny model as the demo builds it: on a CPU its cost is set by length and depth, not
 # width, so it is wide and shallow, with a vocabulary that writes paths and commands in few tokens.
 DEMO_MODEL = TinyModelSpec(
     layers=2, hidden_size=256, heads=8, kv_heads=4, intermediate_size=512, vocab_size=4096
 )
-DEMO_BASE = BaseTraining(iters=250, learning_rate=3e-3, batch_size=4)
-# The week's LoRA: a few minutes on two cores.
+DEMO_BASE = BaseTraining(iters=200, learning_rate=3e-3, batch_size=BATCH_SIZE, history_calls=False)
+# The week's LoRA: a minute or two on two cores.
 DEMO_TRAINING: dict[str, Any] = {
     "num_layers": -1,
     "rank": 16,
-    "iters": 300,
-    "batch_size": 4,
-    "learning_rate": 3e-4,
-    "history_calls": True,
+    "iters": 150,
+    "batch_size": BATCH_SIZE,
+    "learning_rate": 5e-4,
     "val_batches": 8,
     "steps_per_report": 25,
-    "steps_per_eval": 100,
-    "max_seq_length": 4096,
+    "steps_per_eval": 75,
+    "max_seq_length": 2048,
 }
 # A replay eval sized for the CPU: well under a minute per model.
 DEMO_EVAL: dict[str, Any] = {
-    "holdout_cases": 64,
-    "seen_exact_cases": 24,
-    "seen_variant_cases": 24,
-    "max_tokens": 128,
+    "holdout_cases": 48,
+    "seen_exact_cases": 16,
+    "seen_variant_cases": 16,
+    "max_tokens": 96,
     "decoding": "constrained",
 }
 
@@ -109,7 +110,7 @@ def demo_resources(corpus: Path, warehouse: Path) -> dict[str, Any]:
 def _run_daily(
     instance: dg.DagsterInstance, corpus: Path, warehouse: Path, spec: CorpusSpec, mlx_dir: Path
 ) -> dg.ExecuteInProcessResult:
-    """Every day of `spec` through the daily stages, in one run, with the demo's short histories."""
+    """Every day of `spec` through the daily stages, in one run, rendered for a small model."""
     dates = spec.dates
     return defs.resolve_job_def("daily_ingest_job").execute_in_process(
         instance=instance,
@@ -118,7 +119,7 @@ def _run_daily(
             "resources": demo_resources(corpus, warehouse),
             "ops": {
                 "decision_points": {"config": DEMO_DECISIONS},
-                "rendered_splits": {"config": {"mlx_data_dir": str(mlx_dir), "batch_size": BATCH_SIZE}},
+                "rendered_splits": {"config": {**DEMO_RENDER, "mlx_data_dir": str(mlx_dir)}},
             },
         },
         tags={
@@ -184,7 +185,7 @@ def learned_base(root: Path, model_dir: Path) -> dict[str, Any]:
 
     The generic sample corpus goes through the project's own daily stages in an ephemeral instance
     (not yours: these are not your sessions) into `root`; the tokenizer and every weight learn
-    from its training split, every call of it (`BaseTraining.history_calls`).
+    from its training split.
     A model directory already holding that base is kept as it is.
     """
     data = root / "mlx"

@@ -131,7 +131,13 @@ def lift_targets(frame: pd.DataFrame, promoted: bool) -> list[Target]:
 
 
 def targets_table(targets: list[Target]) -> str:
-    width = max(len(target.name) for target in targets)
-    lines = [f"{'target':<{width}}  {'wanted':<20}{'measured':<22}met", "-" * (width + 47)]
-    lines += [f"{t.name:<{width}}  {t.wanted:<20}{t.measured:<22}{'yes' if t.met else 'NO'}" for t in targets]
+    name = max(len("target"), *(len(t.name) for t in targets))
+    wanted = max(len("wanted"), *(len(t.wanted) for t in targets))
+    measured = max(len("measured"), *(len(t.measured) for t in targets))
+    lines = [f"{'target':<{name}}  {'wanted':<{wanted}}  {'measured':<{measured}}  met"]
+    lines.append("-" * (name + wanted + measured + 9))
+    lines += [
+        f"{t.name:<{name}}  {t.wanted:<{wanted}}  {t.measured:<{measured}}  {'yes' if t.met else 'NO'}"
+        for t in targets
+    ]
     return "\n".join(lines)
