@@ -72,14 +72,15 @@ lint: install  ## ruff (lint and format) and mypy
 	$(BIN)/mypy
 
 # Sized to finish within 20 minutes on 2 cores on a fresh clone, install and demo included (18 there).
-bench: install  ## ingestion, redaction, backfills, our trainer against mlx_lm.lora, replay eval strategies
+bench: install  ## ingestion, redaction, backfills, our trainer against mlx_lm.lora, replay eval strategies, the learning curve
 	$(BIN)/python bench/bench_ingest.py --days 40 --scale 4 --repeat 3
 	$(BIN)/python bench/bench_redact.py
 	$(BIN)/python bench/bench_backfill.py --process-days 2 --repeat 2
 	$(BIN)/python bench/bench_incremental.py
-	test -d data/artifacts/adapters || $(BIN)/trajectory-pipeline demo  # the model and data of the next two
+	test -d data/artifacts/adapters || $(BIN)/trajectory-pipeline demo  # the model and data of the next three
 	$(WITH_BLAS) $(BIN)/python bench/bench_training.py --iters 8 --repeat 3
 	$(WITH_BLAS) $(BIN)/python bench/bench_eval.py --cases 32
+	$(WITH_BLAS) $(BIN)/python bench/bench_lift.py  # the learning curve, on the demo's learned base and window
 	$(BIN)/python bench/bench_blas.py
 
 clean:
