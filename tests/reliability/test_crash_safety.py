@@ -137,14 +137,14 @@ def test_a_killed_write_leaves_no_partial_parquet_and_a_rerun_matches(
 SPOOL_CHILD = """
 import sys, time
 from pathlib import Path
-import resources.parquet_io_manager as io
+import trajectory_pipeline.storage.objects as objects
 corpus, warehouse, ready = sys.argv[1:4]
 
 def hang(src, dest):
     Path(ready).write_text(str(src.parent))
     time.sleep(600)
 
-io.move_atomic = hang
+objects.move_atomic = hang  # the IO manager publishes a spooled day through objects.publish_file
 from tests.reliability.test_guarantees import materialize_daily
 materialize_daily(Path(corpus), Path(warehouse))
 """

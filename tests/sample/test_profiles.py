@@ -30,9 +30,15 @@ from trajectory_pipeline.mining.verification import (
     command_outcome,
     runner_outcome,
 )
-from trajectory_pipeline.sample.content import REPOS, Repo, RepoIndex, Task, suite_report
+from trajectory_pipeline.sample.content import PHRASING, REPOS, Phrasing, Repo, RepoIndex, Task, suite_report
 from trajectory_pipeline.sample.corpus import PROFILES, CorpusSpec, generate_corpus
-from trajectory_pipeline.sample.generic import GENERIC_EXPOSURES, LANGUAGES, MANIFESTS, generic_repos
+from trajectory_pipeline.sample.generic import (
+    GENERIC_EXPOSURES,
+    GENERIC_PHRASING,
+    LANGUAGES,
+    MANIFESTS,
+    generic_repos,
+)
 from trajectory_pipeline.sample.scenarios import Call, Delegate, Options, Scenario, build_scenario
 
 GENERIC = generic_repos()
@@ -195,6 +201,23 @@ def test_generic_corpus_shares_no_repository_path_name_home_or_session_with_the_
     # generic sessions start before the demo window: no demo date appears in a generic timestamp
     demo_days = {d.isoformat().encode() for d in CorpusSpec().dates}
     assert not any(day + b"T" in generic for day in demo_days)
+
+
+def _typed(phrasing: Phrasing) -> list[bytes]:
+    """What the profile's person types mid-session, as it appears in a transcript (ASCII pieces:
+    an interruption is cut at its path)."""
+    texts = [text for text, _, _ in phrasing.follow_ups] + list(phrasing.user_replies)
+    texts += [piece for text in phrasing.interruptions for piece in text.split("{path}")]
+    return [text.strip().encode() for text in texts if text.strip().isascii() and len(text.strip()) > 8]
+
+
+def test_no_typed_prompt_of_one_profile_is_the_others(corpora: dict[str, bytes]) -> None:
+    """A held-out prompt of the demo window is never the learned base's: with a compact state, a
+    prompt can be the typed words alone."""
+    for mine, other, phrasing in (("demo", "generic", PHRASING), ("generic", "demo", GENERIC_PHRASING)):
+        typed = _typed(phrasing)
+        assert any(text in corpora[mine] for text in typed), mine  # the check is not vacuous
+        assert [text for text in typed if text in corpora[other]] == [], mine
 
 
 def test_generic_exposures_are_the_demo_steps_without_the_demo_user() -> None:

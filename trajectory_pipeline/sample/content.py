@@ -1855,6 +1855,24 @@ GUARDS: tuple[Guard, ...] = (
     ),
 )
 
+
+@dataclass(frozen=True)
+class Phrasing:
+    """How a person words what they type mid-session: follow-ups, interruptions and the reply after
+    refusing a guarded command (`user_replies[i]` for `GUARDS[i]`). Each profile is another person,
+    with words of their own, so no typed prompt of one corpus is a prompt of the other."""
+
+    follow_ups: tuple[tuple[str, str, str], ...]
+    interruptions: tuple[str, ...]
+    user_replies: tuple[str, ...]
+
+    def reply(self, guard: Guard) -> str:
+        return self.user_replies[GUARDS.index(guard)]
+
+
+# the demo user's words
+PHRASING = Phrasing(FOLLOW_UPS, INTERRUPTIONS, tuple(guard.user_reply for guard in GUARDS))
+
 CLAUDE_REJECTED = (
     "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file "
     "edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to "

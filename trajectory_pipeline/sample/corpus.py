@@ -69,7 +69,7 @@ from pathlib import Path
 import orjson
 
 from trajectory_pipeline.parallel import map_in_processes
-from trajectory_pipeline.sample.content import EXPOSURES, REPOS, Exposure, Repo, RepoIndex
+from trajectory_pipeline.sample.content import EXPOSURES, PHRASING, REPOS, Exposure, Phrasing, Repo, RepoIndex
 from trajectory_pipeline.sample.formats import (
     SPOIL_KINDS,
     Sink,
@@ -87,7 +87,7 @@ from trajectory_pipeline.sample.formats import (
     write_codex,
     write_own_agent,
 )
-from trajectory_pipeline.sample.generic import GENERIC_EXPOSURES, generic_repos
+from trajectory_pipeline.sample.generic import GENERIC_EXPOSURES, GENERIC_PHRASING, generic_repos
 from trajectory_pipeline.sample.scenarios import Options, Scenario, build_scenario
 
 SOURCES = ("claude_code", "codex", "own_agent", "chat_jsonl")
@@ -125,6 +125,7 @@ class Profile:
     seed: int  # CorpusSpec's default seed
     routines: bool  # sessions follow the demo user's routines (scenarios module docstring)
     exposures: tuple[Exposure, ...]
+    phrasing: Phrasing
 
     def repos(self) -> tuple[Repo, ...]:
         return REPOS if self.name == "demo" else generic_repos()
@@ -134,8 +135,8 @@ class Profile:
 # generic: other people's repositories with generic habits, ending before the demo window, to
 # train the learned base on (sample/generic.py).
 PROFILES: dict[str, Profile] = {
-    "demo": Profile("demo", dt.date(2026, 11, 22), 7, True, EXPOSURES),
-    "generic": Profile("generic", dt.date(2026, 10, 31), 1031, False, GENERIC_EXPOSURES),
+    "demo": Profile("demo", dt.date(2026, 11, 22), 7, True, EXPOSURES, PHRASING),
+    "generic": Profile("generic", dt.date(2026, 10, 31), 1031, False, GENERIC_EXPOSURES, GENERIC_PHRASING),
 }
 
 
@@ -270,6 +271,7 @@ class _Day:
             long=crossing,
             routines=self.profile.routines,
             exposures=self.profile.exposures,
+            phrasing=self.profile.phrasing,
         )
         for _ in range(20):
             repo = rng.choices(self.repos, weights=[r.weight for r in self.repos])[0]

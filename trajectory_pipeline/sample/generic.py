@@ -32,7 +32,9 @@ static check before the tests.
 Disjoint from the demo by construction, and checked by tests/sample/test_profiles.py: no demo
 repository name, file path (the language's manifest names aside: pyproject.toml, package.json,
 go.mod, Cargo.toml), function name, home folder, org or planted-secret path appears here.
-`GENERIC_EXPOSURES` are the demo's secret-showing steps with the demo user's names replaced.
+`GENERIC_EXPOSURES` are the demo's secret-showing steps with the demo user's names replaced, and
+`GENERIC_PHRASING` what these people type mid-session (follow-ups, interruptions, replies to a
+refusal) in words of their own, so no typed prompt is shared either.
 """
 
 from __future__ import annotations
@@ -43,7 +45,17 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from trajectory_pipeline.sample.content import EXPOSURES, Edit, Exposure, Failure, Probe, Repo, Task
+from trajectory_pipeline.sample.content import (
+    EXPOSURES,
+    GUARDS,
+    Edit,
+    Exposure,
+    Failure,
+    Phrasing,
+    Probe,
+    Repo,
+    Task,
+)
 
 LANGUAGES = ("python", "typescript", "go", "rust")
 ARCHETYPES = ("capacity", "stats", "codes", "batches")
@@ -131,6 +143,31 @@ def _rename(text: str) -> str:
 GENERIC_EXPOSURES: tuple[Exposure, ...] = tuple(
     Exposure(e.kind, _rename(e.arg), _rename(e.output), e.secrets) for e in EXPOSURES
 )
+
+# Other people's words mid-session, none of them the demo user's (`content.PHRASING`): same kinds,
+# same counts, so the generic corpus draws as it did.
+GENERIC_PHRASING = Phrasing(
+    follow_ups=(
+        ("ok, please commit that", "commit", "Committed as `{sha}` on `{branch}`."),
+        ("can you also lint it", "lint", "Lint is clean."),
+        ("nice, commit it and give me the diffstat", "commit", "Committed `{sha}`: {stat}."),
+    ),
+    interruptions=(
+        "careful: only change {path}",
+        "don't write a new helper, reuse the one we have",
+        "skip the full suite, the focused test is enough",
+        "fine, continue, but leave the cleanup for later",
+        "check {path} before anything else",
+    ),
+    user_replies=(
+        "no force pushing please, I'll handle the PR. what changed?",
+        "wait, I have uncommitted work. stash it",
+        "please don't run install scripts from the internet, use the tools we have",
+        "leave the global cache alone and just reinstall this project's deps",
+        "can't use sudo here, just check whether postgres is running",
+    ),
+)
+assert len(GENERIC_PHRASING.user_replies) == len(GUARDS)
 
 # --------------------------------------------------------------------------- names
 

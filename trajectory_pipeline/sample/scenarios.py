@@ -33,15 +33,15 @@ from dataclasses import dataclass
 
 from trajectory_pipeline.sample.content import (
     EXPOSURES,
-    FOLLOW_UPS,
     GUARDS,
-    INTERRUPTIONS,
+    PHRASING,
     SAY_BEFORE,
     THINK,
     Edit,
     Exposure,
     Failure,
     Guard,
+    Phrasing,
     Probe,
     Repo,
     RepoIndex,
@@ -150,6 +150,7 @@ class Options:
     long: bool = False  # force a follow-up turn (sessions that must run past midnight)
     routines: bool = False  # the demo user's routines (see the module docstring)
     exposures: tuple[Exposure, ...] = EXPOSURES  # the secret-showing steps this profile's sessions take
+    phrasing: Phrasing = PHRASING  # what this profile's person types mid-session
 
 
 def _pick_say(rng: random.Random, key: str, **slots: str) -> str:
@@ -365,7 +366,7 @@ class _Builder:
 
 def _follow_up(b: _Builder, branch: str) -> tuple[str, Call, str]:
     rng = b.rng
-    instruction, kind, closing = rng.choice(FOLLOW_UPS)
+    instruction, kind, closing = rng.choice(b.options.phrasing.follow_ups)
     if kind == "lint":
         call = b.shell(b.repo.lint_command, b.repo.lint_output, purpose="lint", seconds=(0.5, 6.0))
         return instruction, call, closing
@@ -535,11 +536,16 @@ def _split(
                 "rejected",
                 closing(),
             )
-            return [first, Turn(guard.user_reply, pause(), (instead, *steps[cut:]), final, end, closing())]
+            return [
+                first,
+                Turn(
+                    b.options.phrasing.reply(guard), pause(), (instead, *steps[cut:]), final, end, closing()
+                ),
+            ]
         steps = [*steps[:cut], refused, instead, *steps[cut:]]
     elif cut and cut < len(steps) and roll < 0.28:
         path = b.touched_path()
-        correction = rng.choice(INTERRUPTIONS).format(path=path)
+        correction = rng.choice(b.options.phrasing.interruptions).format(path=path)
         return [
             Turn(instruction, 0.0, tuple(steps[:cut]), "", "interrupted", closing()),
             Turn(correction, pause(), tuple(steps[cut:]), final, end, closing()),
