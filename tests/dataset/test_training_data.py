@@ -52,6 +52,22 @@ def test_a_duplicate_seen_on_two_days_is_kept_once_on_the_held_out_side(tmp_path
     assert read_manifest(tmp_path / "data").config["dropped_duplicates_across_days"] == 1
 
 
+def test_a_held_out_prompt_is_never_trained_on_whatever_its_target(tmp_path: Path) -> None:
+    # Another session reached the same context ("fix a", no call yet) and answered it otherwise: the
+    # training copy goes, and so does a validation copy of a test prompt; test keeps both answers.
+    rows = window(
+        *BASE,
+        row("d09", "s9", "test", "fix a", "other"),
+        row("d10", "s8", "test", "fix c", "other"),
+        row("d11", "s7", "test", "fix a", "third"),
+        row("d12", "s2", "valid", "fix z"),
+    )
+    kept, dropped = dedupe_across_days(rows)
+    assert set(kept["decision_id"]) == {"d02", "d04", "d09", "d10", "d11", "d12"} and dropped == 2
+    manifest = write_window(rows, tmp_path / "data", batch_size=1)
+    assert manifest.counts == {"train": 1, "valid": 1, "test": 4}
+
+
 def test_a_leaking_window_is_refused_and_names_the_session(tmp_path: Path) -> None:
     rows = window(*BASE, row("d05", "s1", "test", "fix e"))  # session s1 in train and test
     with pytest.raises(LeakageError, match="s1"):

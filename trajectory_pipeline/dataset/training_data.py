@@ -69,15 +69,21 @@ _KEEP_FIRST = {"test": 0, "valid": 1, "train": 2}
 
 
 def dedupe_across_days(rows: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """Drop rows whose (prompt, target) already occurs in the window.
+    """Drop rows whose (prompt, target) already occurs in the window, and any training or validation
+    row whose prompt a more held-out split holds.
 
     The daily split keeps a day's repeats together, but a task redone on another day can land in
     another split. Of each repeated pair the most held-out copy stays (test, then valid, then
-    train; then the first decision_id), so a train copy of a test example is what goes.
+    train; then the first decision_id), so a train copy of a test example is what goes. A prompt
+    is held out whatever its target: two sessions can reach the same context (the same typed
+    words and no call yet, or the same compact state) and answer it differently, and a model that
+    trained on that context would be replayed on a prompt it has seen.
     """
     rank = rows["split"].map(_KEEP_FIRST).fillna(len(_KEEP_FIRST))
     ordered = rows.assign(_rank=rank).sort_values(["_rank", "decision_id"], kind="stable")
     kept = ordered.drop_duplicates(["prompt_hash", "target_hash"], keep="first")
+    most_held = kept.groupby("prompt_hash", sort=False)["_rank"].transform("min")
+    kept = kept[kept["_rank"] == most_held]
     kept = kept.sort_values("decision_id", kind="stable").drop(columns="_rank")
     return kept.reset_index(drop=True), len(ordered) - len(kept)
 
