@@ -131,6 +131,9 @@ _EXPOSURE_NAMES = {
     "deploy/keys/staging-deploy.pem": "infra/keys/staging.pem",
     "scripts/replay_webhooks.py": "scripts/resend_webhooks.py",
     "deploy/README.md": "infra/README.md",
+    # other people's own ways of looking: no call of theirs is one of the demo user's
+    "env | grep -iE 'token|key' | sort": "printenv | grep -i -e token -e key",
+    ".env": "config/.env.local",
 }
 
 
