@@ -1,11 +1,15 @@
 """The fused model is the adapter: same greedy answers as base + adapter, private files, a model card,
-and GGUF refused by name for an architecture mlx-lm cannot convert."""
+and GGUF: written with an Ollama Modelfile for an architecture mlx-lm converts (llama), refused by name
+for one it does not (qwen2, the tiny model's)."""
 
 from __future__ import annotations
 
+import json
+import shutil
 import stat
 from pathlib import Path
 
+import mlx.core as mx
 import mlx_lm
 import pytest
 
@@ -58,3 +62,32 @@ def test_gguf_for_an_architecture_mlx_lm_cannot_convert_is_a_note_naming_it(
     assert fused.gguf_note is not None and "this model is qwen2" in fused.gguf_note
     assert not (fused.path / GGUF_FILE).exists() and not (fused.path / MODELFILE).exists()
     assert fused.gguf_note in fused.card_path.read_text()
+
+
+def _as_llama(qwen2: Path, out: Path) -> Path:
+    """The tiny qwen2 model as a llama one: the same shapes without qwen2's q/k/v biases (the tiny model
+    builder writes qwen2 only, and mlx-lm converts llama, mixtral and mistral to GGUF)."""
+    shutil.copytree(qwen2, out)
+    config = json.loads((out / "config.json").read_text())
+    (out / "config.json").write_text(json.dumps({**config, "model_type": "llama"}))
+    weights = mx.load(str(out / "model.safetensors"))
+    mx.save_safetensors(
+        str(out / "model.safetensors"), {k: v for k, v in weights.items() if ".bias" not in k}
+    )
+    return out
+
+
+@pytest.mark.serving
+def test_gguf_and_an_ollama_modelfile_for_a_llama_model(served: Served, tmp_path: Path) -> None:
+    base = _as_llama(served.base, tmp_path / "llama")
+    record = adapter_record("week-llama", base, served.adapter)
+    fused = publish_model(record, base, served.adapter, ExportConfig(str(tmp_path / "models"), gguf=True))
+    assert fused.architecture == "llama" and fused.gguf_note is None
+    assert fused.gguf_path == fused.path / GGUF_FILE
+    assert fused.gguf_path.read_bytes()[:4] == b"GGUF"
+    modelfile = (fused.path / MODELFILE).read_text()
+    assert modelfile.startswith(f"FROM ./{GGUF_FILE}\n")
+    assert {oct(stat.S_IMODE(p.stat().st_mode)) for p in (fused.gguf_path, fused.path / MODELFILE)} == {
+        "0o600"
+    }
+    assert "ollama create week-llama -f Modelfile" in fused.card_path.read_text()
