@@ -90,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
 def _serve(port: int | None) -> int:
     """`serve`: the registry's promoted model in mlx-lm's server; one line, no traceback, when there is
     none (the line says how to get one). Needs no Dagster: the registry is read directly."""
+    from sqlalchemy.exc import SQLAlchemyError
+
     from trajectory_pipeline.serving.server import NothingToServe, serve
     from trajectory_pipeline.training.registry import AdapterRegistry, default_url
 
@@ -98,6 +100,12 @@ def _serve(port: int | None) -> int:
         serve(AdapterRegistry(default_url()), port, blas.blas_in_use().describe())
     except (NothingToServe, SettingError) as err:
         print(f"trajectory-pipeline serve: {err}", file=sys.stderr)
+        return 2
+    except SQLAlchemyError as err:  # a registry database that cannot be reached or read
+        print(
+            f"trajectory-pipeline serve: cannot read the adapter registry: {type(err).__name__}",
+            file=sys.stderr,
+        )
         return 2
     return 0  # not reached: serve() becomes the server
 

@@ -125,3 +125,17 @@ def test_rolling_back_in_the_registry_changes_what_the_next_start_serves(
     registry.promote("week-1")  # the rollback
     now = served_model(registry)
     assert (now.adapter_id, now.path) == ("week-1", (tmp_path / "models" / "week-1").resolve())
+
+
+@pytest.mark.serving
+def test_a_port_in_use_is_one_line_before_the_model_loads(
+    served: Served, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TRAJECTORY_REGISTRY_URL", served.registry_url)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert cli.main(["serve", "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"trajectory-pipeline serve: 127.0.0.1:{port} is not free") and err.count("\n") == 1

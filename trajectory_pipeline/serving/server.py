@@ -16,6 +16,7 @@ transcripts. The process replaces this one (exec), so Ctrl-C and signals reach t
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,8 @@ HOST = "127.0.0.1"
 
 
 class NothingToServe(RuntimeError):
-    """The registry names no fused model to serve; the message says how to get one."""
+    """The registry names no fused model to serve, or it cannot be served here; the message says
+    what to do."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,18 @@ def served_model(registry: AdapterRegistry) -> ServedModel:
     return ServedModel(record.adapter_id, record.partition, path.resolve())
 
 
+def check_port(port: int) -> None:
+    """NothingToServe when 127.0.0.1:`port` is taken: said in one line before the server starts,
+    instead of a traceback from mlx-lm's server after the model has loaded."""
+    with socket.socket() as probe:
+        try:
+            probe.bind((HOST, port))
+        except OSError as err:
+            raise NothingToServe(
+                f"{HOST}:{port} is not free ({err.strerror}): pass --port or set TRAJECTORY_SERVE_PORT"
+            ) from None
+
+
 def server_command(model: Path, port: int) -> list[str]:
     """mlx-lm's server on 127.0.0.1:`port` with `model`, greedy by default (as replay measured it)."""
     server = [sys.executable, "-m", "mlx_lm", "server"]
@@ -81,6 +95,7 @@ def serve(registry: AdapterRegistry, port: int, note: str = "") -> None:
     returns); NothingToServe before anything is printed."""
     served = served_model(registry)
     registry.close()
+    check_port(port)
     print(announce(served, port) + (f"\n  {note}" if note else ""), flush=True)
     command = server_command(served.path, port)
     os.execv(command[0], command)
