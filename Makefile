@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CHROMIUM := /usr/bin/chromium
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 
-.PHONY: install instance blas demo test ui lint bench clean
+.PHONY: install instance blas demo test ui serve lint bench clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -65,6 +65,11 @@ $(CHROMIUM):
 
 ui: install  ## Dagster UI and daemon on http://127.0.0.1:3000; code server, runs and daemon on the optimized BLAS
 	$(WITH_BLAS) $(BIN)/dagster dev -h 127.0.0.1 -p 3000 -w workspace.yaml
+
+# The registry's promoted model (fused by promoted_model) in mlx-lm's OpenAI-compatible server on
+# 127.0.0.1:$TRAJECTORY_SERVE_PORT (8080); the command preloads the optimized BLAS by itself.
+serve: install  ## serve the promoted model: OpenAI-compatible API on http://127.0.0.1:8080/v1
+	$(BIN)/trajectory-pipeline serve
 
 lint: install  ## ruff (lint and format) and mypy
 	$(BIN)/ruff check .

@@ -25,6 +25,7 @@ from assets.executors import executor
 from assets.instance import keep_instance_private
 from assets.lora_adapter import lora_adapter
 from assets.mined_trajectories import mined_trajectories
+from assets.promoted_model import promoted_model
 from assets.raw_sessions import raw_sessions
 from assets.rendered_splits import rendered_splits
 from assets.replay_eval import replay_eval
@@ -43,7 +44,15 @@ keep_instance_private()
 blas.log_blas_in_use(dg.get_dagster_logger("blas"))
 
 defs = dg.Definitions(
-    assets=[raw_sessions, mined_trajectories, decision_points, rendered_splits, lora_adapter, replay_eval],
+    assets=[
+        raw_sessions,
+        mined_trajectories,
+        decision_points,
+        rendered_splits,
+        lora_adapter,
+        replay_eval,
+        promoted_model,
+    ],
     jobs=[daily_ingest_job, weekly_retrain_job],
     schedules=[daily_ingest_schedule, weekly_retrain_schedule],
     sensors=[new_sessions_sensor, abandoned_trainings_sensor],

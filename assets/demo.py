@@ -14,7 +14,8 @@ decisions better than the model it started from. So:
 3. `lora_adapter` and `replay_eval` run for the last week through the instance: the adapter learns
    this user's habits from the window's training split, and base and adapter answer the held-out
    decisions under constrained decoding. The closing table holds the demo's targets, read from
-   replay_eval's own rows.
+   replay_eval's own rows. `promoted_model` runs after them: a promoted adapter is fused for `make
+   serve`; a rejected one makes no model, and the demo says so.
 
 Both models see the same records, rendered for a small model (`rendered_splits` run config,
 `history: state_summary`): the task and a compact state (the last call, the files read and edited,
@@ -38,6 +39,7 @@ import pyarrow.parquet as pq
 from assets.definitions import defs
 from assets.instance import dagster_home
 from assets.lora_adapter import lora_adapter
+from assets.promoted_model import promoted_model
 from assets.rendered_splits import rendered_splits
 from assets.replay_eval import replay_eval
 from resources.mlx_trainer import MLXTrainer
@@ -219,7 +221,7 @@ def _train_and_evaluate(warehouse: Path, model_dir: Path, artifacts: Path, end: 
     started = time.perf_counter()
     with dg.DagsterInstance.get() as instance:
         result = dg.materialize(
-            [rendered_splits.to_source_asset(), lora_adapter, replay_eval],
+            [rendered_splits.to_source_asset(), lora_adapter, replay_eval, promoted_model],
             partition_key=week,
             instance=instance,
             resources={**(defs.resources or {}), "trainer": trainer},
@@ -229,6 +231,7 @@ def _train_and_evaluate(warehouse: Path, model_dir: Path, artifacts: Path, end: 
                 "ops": {
                     "lora_adapter": {"config": {"artifacts_dir": str(artifacts)}},
                     "replay_eval": {"config": DEMO_EVAL},
+                    "promoted_model": {"config": {"models_dir": str(artifacts.parent / "models")}},
                 },
             },
         )
@@ -247,6 +250,11 @@ def _train_and_evaluate(warehouse: Path, model_dir: Path, artifacts: Path, end: 
     print(eval_table(answers))
     promoted = evaluation["decision"].value == PROMOTED_STATUS
     print(f"\nPromotion: {evaluation['decision'].value}: {evaluation['reason'].value}")
+    fused = result.asset_materializations_for_node("promoted_model")
+    if fused:
+        print(f"Fused model: {fused[0].metadata['model_path'].value} (make serve starts it)")
+    else:
+        print("No new model: the adapter was not promoted, so promoted_model did not materialize")
     print("\nWhat the demo promises, measured on held-out sessions the adapter never trained on:")
     print(targets_table(lift_targets(answers, promoted)))
     print(f"Report: {evaluation['report_path'].value}")

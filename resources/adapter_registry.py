@@ -1,23 +1,10 @@
-"""The adapter registry as a Dagster resource: SQLite in the Dagster home by default,; any SQLAlchemy URL."""
-
-import os
-from pathlib import Path
+"""The adapter registry as a Dagster resource: SQLite in the Dagster home by default, else any
+SQLAlchemy URL."""
 
 import dagster as dg
 from pydantic import Field
 
-from trajectory_pipeline import settings
-from trajectory_pipeline.training.registry import AdapterRegistry, sqlite_url
-
-
-def default_url() -> str:
-    """TRAJECTORY_REGISTRY_URL, else a SQLite file beside Dagster's own storage, so one folder holds
-    a laptop's whole state."""
-    configured = settings.registry_url()
-    if configured:
-        return configured
-    home = Path(os.environ.get("DAGSTER_HOME", ".dagster_home")).expanduser()
-    return sqlite_url(home / "adapters.sqlite")
+from trajectory_pipeline.training.registry import AdapterRegistry, default_url
 
 
 class AdapterRegistryResource(dg.ConfigurableResource):

@@ -102,6 +102,7 @@ def test_definitions_hold_the_automation_stopped() -> None:
     assert {key.to_user_string() for key in weekly.asset_layer.executable_asset_keys} == {
         "lora_adapter",
         "replay_eval",
+        "promoted_model",
     }
     assert daily_ingest_schedule.job_name == "daily_ingest_job"
     assert weekly_retrain_schedule.job_name == "weekly_retrain_job"

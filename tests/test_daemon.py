@@ -137,6 +137,7 @@ def test_the_daemon_ticks_the_weekly_schedule_and_the_sensor_and_their_runs_succ
                             "config": {"artifacts_dir": str(tmp_path / "artifacts"), "pad_small_splits": True}
                         },
                         "replay_eval": {"config": EVAL},
+                        "promoted_model": {"config": {"models_dir": str(tmp_path / "models")}},
                     },
                 },
                 "daily_ingest_job": {"ops": RENDER},

@@ -43,6 +43,9 @@ def test_demo_materializes_every_sample_day_through_the_instance(
     table = [line.split() for line in out.stdout.splitlines() if line.startswith(("holdout ", "seen-"))]
     assert {(row[0], row[1]) for row in table} >= {("holdout", "base"), ("holdout", "candidate")}
     assert any(line.startswith("Promotion: ") for line in out.stdout.splitlines())
+    promoted = any(line.startswith("Promotion: promoted") for line in out.stdout.splitlines())
+    fused = "Fused model: " if promoted else "No new model: "
+    assert any(line.startswith(fused) for line in out.stdout.splitlines())
     assert (root / "tiny-model" / "pretraining.json").exists()
     assert (root / "mlx" / "sample-window" / "manifest.json").exists()
     assert len(list((root / "artifacts" / "adapters").glob("*/adapter/adapters.safetensors"))) == 1

@@ -37,6 +37,7 @@ from trajectory_pipeline.mining.attempts import INTENTS, TIERS, TRAJECTORY_SCHEM
 from trajectory_pipeline.mining.verification import INTENTS as SHELL_INTENTS
 from trajectory_pipeline.mining.vocabulary import CANONICAL_TOOLS
 from trajectory_pipeline.schema import EVENT_SCHEMA, KINDS, QUARANTINE_SCHEMA, ROLES
+from trajectory_pipeline.serving.fuse import MODEL_MANIFEST_SCHEMA
 from trajectory_pipeline.training.adapters import ADAPTER_MANIFEST_SCHEMA
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -53,6 +54,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "RENDERED_SCHEMA": RENDERED_SCHEMA,
     "ADAPTER_MANIFEST_SCHEMA": ADAPTER_MANIFEST_SCHEMA,
     "EVAL_RESULT_SCHEMA": EVAL_RESULT_SCHEMA,
+    "MODEL_MANIFEST_SCHEMA": MODEL_MANIFEST_SCHEMA,
 }
 
 # The stage folders the Layout section describes; a folder added later is found on disk as well.

@@ -119,6 +119,7 @@ def test_a_killed_training_frees_its_slot_the_next_one_trains_and_the_row_is_mar
                             "min_cases": 1,
                         }
                     },
+                    "promoted_model": {"config": {"models_dir": str(root / "models")}},
                 },
             }
         )

@@ -45,6 +45,7 @@ def test_the_readme_lists_every_setting() -> None:
         (settings.DAILY_CRON, "30 0 * *", settings.daily_cron),
         (settings.SENSOR_INTERVAL, "0", settings.sensor_interval_seconds),
         (settings.RUN_CONFIG, "/nonexistent/run.yaml", settings.run_config_file),
+        (settings.SERVE_PORT, "70000", settings.serve_port),
     ],
 )
 def test_a_bad_value_is_one_line_naming_the_variable(

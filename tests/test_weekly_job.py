@@ -39,6 +39,7 @@ def test_weekly_retrain_job_trains_evaluates_and_decides(tmp_path: Path) -> None
                 "config": {"artifacts_dir": str(tmp_path / "artifacts"), "pad_small_splits": True}
             },
             "replay_eval": {"config": EVAL},
+            "promoted_model": {"config": {"models_dir": str(tmp_path / "models")}},
         }
     }
     with dg.instance_for_test() as instance:
@@ -48,6 +49,7 @@ def test_weekly_retrain_job_trains_evaluates_and_decides(tmp_path: Path) -> None
         assert result.success
         for key in ("lora_adapter", "replay_eval"):
             assert instance.get_materialized_partitions(dg.AssetKey(key)) == {WEEK}, key
+        fused = instance.get_materialized_partitions(dg.AssetKey("promoted_model"))
 
     manifest = pd.read_parquet(tmp_path / "warehouse" / "lora_adapter" / f"{WEEK}.parquet").iloc[0]
     week_end = dt.date.fromisoformat(WEEK) + dt.timedelta(days=6)
@@ -59,3 +61,6 @@ def test_weekly_retrain_job_trains_evaluates_and_decides(tmp_path: Path) -> None
     [check] = result.get_asset_check_evaluations()
     assert check.check_name == "adapter_promoted"
     assert check.passed == (record.status == "promoted")
+    # A promoted adapter is fused and recorded; a rejected one leaves no model.
+    assert fused == ({WEEK} if record.status == "promoted" else set())
+    assert (record.model_path is not None) == (record.status == "promoted")

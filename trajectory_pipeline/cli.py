@@ -6,6 +6,7 @@ trajectory-pipeline learn-base --model data/tiny-model --data data/mlx/sample-wi
 trajectory-pipeline demo                                      # run the chain on them (what `make demo` does)
 trajectory-pipeline materialize --select raw_sessions,raw_sessions_quarantine --partition 2026-11-20
 trajectory-pipeline materialize --job daily_ingest_job --partition-range 2026-11-09...2026-11-22
+trajectory-pipeline serve --port 8080                         # the promoted model, OpenAI API on 127.0.0.1
 
 This is the project's entry point, the one core module allowed to reach the Dagster layer
 (`assets/`): `demo` and `materialize` run the graph, and import it only when asked for.
@@ -16,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from trajectory_pipeline import blas
+from trajectory_pipeline import blas, settings
 from trajectory_pipeline.sample import corpus as sample_corpus
 from trajectory_pipeline.sample import tiny_base, tiny_model
 from trajectory_pipeline.settings import SettingError
@@ -54,10 +55,15 @@ def build_parser() -> argparse.ArgumentParser:
     launch.add_argument(
         "--config", help="a run config file (YAML or JSON; ops: and resources:, as in the launchpad)"
     )
+    server = commands.add_parser(
+        "serve", help="mlx-lm's OpenAI-compatible server on 127.0.0.1 with the registry's promoted model"
+    )
+    default_port = f"${settings.SERVE_PORT.name}, else {settings.SERVE_PORT.default}"
+    server.add_argument("--port", type=int, help=f"TCP port (default: {default_port})")
     return parser
 
 
-MLX_COMMANDS = ("tiny-model", "learn-base", "demo")
+MLX_COMMANDS = ("tiny-model", "learn-base", "demo")  # serve says which BLAS once it has a model
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,11 +78,36 @@ def main(argv: list[str] | None = None) -> int:
         return tiny_model.run(args)
     if args.command == "learn-base":
         return tiny_base.run(args)
+    if args.command == "serve":
+        return _serve(args.port)
     try:
         return _run_graph(args)
     except SettingError as err:  # a TRAJECTORY_* variable the definitions could not load with
         print(f"trajectory-pipeline {args.command}: {err}", file=sys.stderr)
         return 2
+
+
+def _serve(port: int | None) -> int:
+    """`serve`: the registry's promoted model in mlx-lm's server; one line, no traceback, when there is
+    none (the line says how to get one). Needs no Dagster: the registry is read directly."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from trajectory_pipeline.serving.server import NothingToServe, serve
+    from trajectory_pipeline.training.registry import AdapterRegistry, default_url
+
+    try:
+        port = port if port is not None else settings.serve_port()
+        serve(AdapterRegistry(default_url()), port, blas.blas_in_use().describe())
+    except (NothingToServe, SettingError) as err:
+        print(f"trajectory-pipeline serve: {err}", file=sys.stderr)
+        return 2
+    except SQLAlchemyError as err:  # a registry database that cannot be reached or read
+        print(
+            f"trajectory-pipeline serve: cannot read the adapter registry: {type(err).__name__}",
+            file=sys.stderr,
+        )
+        return 2
+    return 0  # not reached: serve() becomes the server
 
 
 def _run_graph(args: argparse.Namespace) -> int:

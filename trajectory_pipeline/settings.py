@@ -132,6 +132,12 @@ REGISTRY_URL = Setting(
     "at run time",
     "SQLAlchemy URL of the adapter registry; empty: sqlite:///$DAGSTER_HOME/adapters.sqlite.",
 )
+SERVE_PORT = Setting(
+    "TRAJECTORY_SERVE_PORT",
+    "8080",
+    "at start",
+    "Port of trajectory-pipeline serve (make serve): mlx-lm's OpenAI-compatible server on 127.0.0.1.",
+)
 SOURCE_ROOT = Setting(
     "TRAJECTORY_<SOURCE>_ROOT",
     "per source",
@@ -210,6 +216,7 @@ SETTINGS: tuple[Setting, ...] = (
     CELERY_BROKER,
     BASE_MODEL,
     REGISTRY_URL,
+    SERVE_PORT,
     SOURCE_ROOT,
     SQL_EVENTS_URL,
     SQL_EVENTS_TABLE,
@@ -343,6 +350,13 @@ def base_model() -> str:
 
 def registry_url() -> str | None:
     return REGISTRY_URL.value() or None
+
+
+def serve_port() -> int:
+    value = SERVE_PORT.value() or SERVE_PORT.default
+    if not value.isdigit() or not 1 <= int(value) <= 65535:
+        raise SERVE_PORT.fail(value, "use a TCP port number from 1 to 65535 (default 8080), or unset it.")
+    return int(value)
 
 
 def source_root_variable(source: str) -> str:

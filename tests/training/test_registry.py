@@ -325,7 +325,8 @@ def test_a_version_1_database_is_upgraded_in_place_and_keeps_its_rows(db_path: P
         columns = {c["name"] for c in sa.inspect(conn).get_columns("adapters")}
         version = conn.execute(sa.text("SELECT version FROM registry_schema_version")).scalar_one()
     engine.dispose()
-    assert {"best_iteration", "parent_adapter_id", "promoted_at", "run_id", "failure_reason"} <= columns
+    upgraded = {"best_iteration", "parent_adapter_id", "promoted_at", "run_id", "failure_reason"}
+    assert upgraded | {"model_path", "fused_at"} <= columns
     assert version == SCHEMA_VERSION
 
     registry.register(_record("v2-adapter", parent_adapter_id="v1-adapter"))
@@ -370,3 +371,28 @@ def test_concurrent_first_opens_and_writes_from_separate_engines_all_land(db_pat
     assert len(registries[0].list()) == 20
     for registry in registries:
         registry.close()
+
+
+def test_the_fused_model_of_the_promoted_adapter_is_what_is_served(registry: AdapterRegistry) -> None:
+    """`promoted_model` records the fused folder; `served()` follows promotions, so promoting an older
+    adapter again (a rollback) makes its fused model the one the next `serve` starts."""
+    assert registry.served() is None
+    for minutes, adapter_id in enumerate(("week-1", "week-2")):
+        registry.register(_record(adapter_id, minutes=minutes))
+        registry.promote(adapter_id)
+        fused = registry.record_model(adapter_id, f"artifacts/models/{adapter_id}")
+        assert fused.model_path == f"artifacts/models/{adapter_id}" and fused.fused_at is not None
+    served = registry.served()
+    assert served is not None and served.adapter_id == "week-2"
+    registry.promote("week-1")  # roll back
+    served = registry.served()
+    assert served is not None and served.adapter_id == "week-1"
+    assert served.model_path == "artifacts/models/week-1"
+    assert registry.get("week-2").model_path == "artifacts/models/week-2"  # kept: a roll-forward target
+
+
+def test_only_the_promoted_adapter_gets_a_fused_model(registry: AdapterRegistry) -> None:
+    registry.register(_record("candidate-1"))
+    with pytest.raises(ValueError, match="'candidate'; only the promoted adapter gets a fused model"):
+        registry.record_model("candidate-1", "artifacts/models/candidate-1")
+    assert registry.get("candidate-1").model_path is None

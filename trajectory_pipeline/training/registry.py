@@ -10,6 +10,8 @@ resumes from (and the next eval compares against) the promoted adapter.
     registry.update(record.adapter_id, eval_summary=summary)
     registry.promote(record.adapter_id)
     registry.promoted(base_model=record.base_model)
+    registry.record_model(record.adapter_id, "data/artifacts/models/<adapter_id>")  # promoted_model
+    registry.served()                                # what `trajectory-pipeline serve` starts
 
 Statuses: "training" while weights are being written; "candidate" once training
 finished; "promoted" for the adapter in use; "rejected" when the eval said no;
@@ -19,6 +21,12 @@ model: promoting another sends the previous one back to "candidate" (its weights
 are still good and it remains a rollback target; promoting it again rolls back).
 Each adapter keeps `promoted_at`, the last time it was promoted, so the order of
 promotions can be read back. "promoted" is only reachable through `promote()`.
+
+The served model: `promoted_model` fuses a promoted adapter into its base and records the fused
+folder in `model_path` (with `fused_at`); `served()` is the promoted adapter of the most recent
+promotion, whose `model_path` `trajectory-pipeline serve` starts. Rolling back is promoting another
+adapter: the next start serves its fused model. Columns on `adapters`, not a table of their own,
+because a fused model is one per adapter and lives and dies with it (the folder is keyed by its id).
 
 Schema versioning: a one-row `registry_schema_version` table and an ordered list
 of upgrade steps (`_UPGRADES`), applied on first use inside one transaction.
@@ -55,6 +63,7 @@ from sqlalchemy.engine import URL, Connection, Dialect, Engine, make_url
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 from sqlalchemy.pool import StaticPool
 
+from trajectory_pipeline import settings
 from trajectory_pipeline.parquet_io import ensure_private_dir
 
 ADAPTER_STATUSES = ("training", "candidate", "promoted", "rejected", "failed")
@@ -97,6 +106,8 @@ class AdapterRecord:
     promoted_at: datetime | None = None  # the last time it was promoted; set by the registry
     run_id: str | None = None  # the Dagster run that trains it
     failure_reason: str | None = None  # why it is "failed"
+    model_path: str | None = None  # the fused model (promoted_model); set by record_model()
+    fused_at: datetime | None = None  # when it was fused; set by the registry
 
     def __post_init__(self) -> None:
         if not self.adapter_id:
@@ -104,8 +115,10 @@ class AdapterRecord:
         if self.status not in ADAPTER_STATUSES:
             raise ValueError(f"status must be one of {ADAPTER_STATUSES}, got {self.status!r}")
         object.__setattr__(self, "created_at", _utc("created_at", self.created_at))
-        if self.promoted_at is not None:
-            object.__setattr__(self, "promoted_at", _utc("promoted_at", self.promoted_at))
+        for name in ("promoted_at", "fused_at"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, _utc(name, value))
         object.__setattr__(self, "data_window", tuple(self.data_window))
         for name in ("best_val_loss", "last_val_loss"):
             value = getattr(self, name)
@@ -124,6 +137,17 @@ def _utc(name: str, value: datetime) -> datetime:
 def sqlite_url(path: Path) -> str:
     """The SQLAlchemy URL of a SQLite file at `path` (made absolute, so a later chdir does not move it)."""
     return URL.create("sqlite", database=str(path.expanduser().resolve())).render_as_string()
+
+
+def default_url() -> str:
+    """TRAJECTORY_REGISTRY_URL, else a SQLite file beside Dagster's own storage ($DAGSTER_HOME, else
+    .dagster_home), so one folder holds a laptop's whole state. Here in the core, not in the resource,
+    because `trajectory-pipeline serve` reads the registry without loading Dagster."""
+    configured = settings.registry_url()
+    if configured:
+        return configured
+    home = Path(os.environ.get("DAGSTER_HOME", ".dagster_home")).expanduser()
+    return sqlite_url(home / "adapters.sqlite")
 
 
 class UTCDateTime(sa.TypeDecorator[datetime]):
@@ -172,6 +196,9 @@ class AdapterRow(_Base):
     # Version 3.
     run_id: Mapped[str | None] = mapped_column(sa.String(64))
     failure_reason: Mapped[str | None] = mapped_column(sa.Text)
+    # Version 4.
+    model_path: Mapped[str | None] = mapped_column(sa.Text)
+    fused_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
 _SCHEMA_VERSION_TABLE = sa.Table(
@@ -226,10 +253,18 @@ def _upgrade_3_run_and_failure(conn: Connection) -> None:
     _add_column(conn, "adapters", sa.Column("failure_reason", sa.Text))
 
 
+def _upgrade_4_fused_model(conn: Connection) -> None:
+    """Version 4: the fused model a promoted adapter became (`promoted_model`), and when, so
+    `trajectory-pipeline serve` finds what to start in the registry."""
+    _add_column(conn, "adapters", sa.Column("model_path", sa.Text))
+    _add_column(conn, "adapters", sa.Column("fused_at", UTCDateTime))
+
+
 _UPGRADES: tuple[Callable[[Connection], None], ...] = (
     _upgrade_1_create_adapters,
     _upgrade_2_resume_and_promotion,
     _upgrade_3_run_and_failure,
+    _upgrade_4_fused_model,
 )
 SCHEMA_VERSION = len(_UPGRADES)
 
@@ -439,6 +474,26 @@ class AdapterRegistry:
                 _copy_into(row, dataclasses.replace(_to_record(row), eval_summary=eval_summary))
             return _to_record(row)
 
+    def record_model(self, adapter_id: str, model_path: str) -> AdapterRecord:
+        """Record the fused model of a promoted adapter (its folder, or URL) and the time it was fused.
+
+        Only a promoted adapter is fused: a model written for a candidate would be served by nobody."""
+        with self._session() as session, session.begin():
+            row = self._row(session, adapter_id, lock=True)
+            if row.status != "promoted":
+                raise ValueError(
+                    f"adapter {adapter_id!r} is {row.status!r}; only the promoted adapter gets a fused model"
+                )
+            row.model_path = model_path
+            row.fused_at = datetime.now(UTC)
+            return _to_record(row)
+
+    def served(self) -> AdapterRecord | None:
+        """The adapter `trajectory-pipeline serve` starts: the one of the most recent promotion (of any
+        base model), or None when nothing was ever promoted. Its `model_path` may still be None (promoted
+        before `promoted_model` existed, or not fused yet)."""
+        return self.promoted()
+
     def list(self, limit: int = 100) -> list[AdapterRecord]:
         """Up to `limit` adapters, newest first."""
         if limit < 1:
@@ -524,6 +579,8 @@ def _to_row(record: AdapterRecord) -> AdapterRow:
     row = AdapterRow(adapter_id=record.adapter_id, created_at=record.created_at)
     _copy_into(row, record)
     row.promoted_at = record.promoted_at
+    row.model_path = record.model_path
+    row.fused_at = record.fused_at
     return row
 
 
@@ -563,4 +620,6 @@ def _to_record(row: AdapterRow) -> AdapterRecord:
         promoted_at=row.promoted_at,
         run_id=row.run_id,
         failure_reason=row.failure_reason,
+        model_path=row.model_path,
+        fused_at=row.fused_at,
     )
