@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dagster as dg
 
+from assets.action_memory import action_memory
 from assets.automation import (
     abandoned_trainings_sensor,
     daily_ingest_job,
@@ -43,7 +44,15 @@ keep_instance_private()
 blas.log_blas_in_use(dg.get_dagster_logger("blas"))
 
 defs = dg.Definitions(
-    assets=[raw_sessions, mined_trajectories, decision_points, rendered_splits, lora_adapter, replay_eval],
+    assets=[
+        raw_sessions,
+        mined_trajectories,
+        decision_points,
+        rendered_splits,
+        lora_adapter,
+        action_memory,
+        replay_eval,
+    ],
     jobs=[daily_ingest_job, weekly_retrain_job],
     schedules=[daily_ingest_schedule, weekly_retrain_schedule],
     sensors=[new_sessions_sensor, abandoned_trainings_sensor],
