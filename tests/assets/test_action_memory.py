@@ -26,6 +26,10 @@ def _materialize(root: Path) -> dg.ExecuteInProcessResult:
     )
 
 
+def _window(warehouse: Path, asset: str) -> pd.DataFrame:
+    return pd.concat(pd.read_parquet(path) for path in sorted((warehouse / asset).glob("*.parquet")))
+
+
 def test_action_memory_holds_training_sessions_only_and_is_queryable(tmp_path: Path) -> None:
     ingest_sample_window(tmp_path, sessions_per_day=6, seed=11)
     result = _materialize(tmp_path)
@@ -33,8 +37,8 @@ def test_action_memory_holds_training_sessions_only_and_is_queryable(tmp_path: P
     warehouse = tmp_path / "warehouse"
     memory = pd.read_parquet(warehouse / "action_memory" / f"{WEEK}.parquet")
     assert len(memory) > 0
-    decisions = pd.concat(pd.read_parquet(p) for p in sorted((warehouse / "decision_points").glob("*.parquet")))
-    rendered = pd.concat(pd.read_parquet(p) for p in sorted((warehouse / "rendered_splits").glob("*.parquet")))
+    decisions = _window(warehouse, "decision_points")
+    rendered = _window(warehouse, "rendered_splits")
     held_out = set(rendered.loc[rendered["split"] != "train", "session_id"])
     assert held_out, "the sample window should hold test sessions"
     # Every remembered call was made in a training session; none is only a held-out session's.
@@ -47,9 +51,11 @@ def test_action_memory_holds_training_sessions_only_and_is_queryable(tmp_path: P
     url = f"sqlite:///{tmp_path / 'adapters.sqlite'}"
     repo = memory.sort_values(["calls", "repo"], ascending=[False, True]).iloc[0]["repo"]
     served = remembered_calls(url, repo)
-    assert served and served[0]["calls"] == memory[memory["repo"] == repo].groupby(["tool", "arguments"])[
-        "calls"
-    ].sum().max()
+    assert (
+        served
+        and served[0]["calls"]
+        == memory[memory["repo"] == repo].groupby(["tool", "arguments"])["calls"].sum().max()
+    )
     assert all(isinstance(call["arguments"], dict) for call in served)
     assert orjson.dumps(served[0]["arguments"])  # what a server hands on as JSON
 
