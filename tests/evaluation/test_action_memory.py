@@ -365,3 +365,31 @@ def test_selectors_must_include_none() -> None:
         ReplayConfig(selectors=("memory",))
     with pytest.raises(ValueError, match="memory_threshold"):
         ReplayConfig(memory_threshold=1.5)
+
+
+def test_a_relative_path_of_a_remembered_file_is_remembered() -> None:
+    """The memory holds what the agent wrote (absolute paths from Claude Code); the model's relative
+    path to the same file stands, even where another remembered file shares its name."""
+    memory = pd.DataFrame(
+        [
+            {
+                "repo": REPO,
+                "family_id": "f",
+                "tool": "read_file",
+                "arguments": canonical_json({"file_path": p}),
+                "action_class": "inspect",
+                "calls": n,
+                "sessions": 1,
+                "first_seen": "2026-11-21",
+                "last_seen": "2026-11-21",
+            }
+            for p, n in (
+                ("/home/<user>/src/ledger-api/src/a/util.py", 1),
+                ("/home/<user>/src/ledger-api/src/b/util.py", 9),
+            )
+        ]
+    )
+    chosen = select_call(MemoryIndex(memory), REPO, "f", [], "read_file", {"file_path": "src/a/util.py"}, 0.0)
+    assert not chosen.from_memory and chosen.arguments == {"file_path": "src/a/util.py"}
+    other = select_call(MemoryIndex(memory), REPO, "f", [], "read_file", {"file_path": "lib/util.py"}, 0.6)
+    assert other.from_memory and other.arguments == {"file_path": "/home/<user>/src/ledger-api/src/b/util.py"}

@@ -21,7 +21,9 @@ day (the daily partition: the session's start day) the call was made: no clock v
 gives equal rows.
 
 The selector (`select_call`, replay's `selectors` knob `memory`): the model's answer picks the
-tool. When its aim is a remembered aim for the case's repository and tool, the answer stands.
+tool. When its aim is a remembered aim for the case's repository and tool (a path by
+`scoring.paths_match`, so `src/app.py` is the remembered `/home/u/repo/src/app.py`), the answer
+stands.
 Otherwise each remembered call of that repository and tool (a *candidate*) gets a score in [0, 1]
 
     score = w_agree * agree + w_context * context + w_frequency * frequency + w_family * family
@@ -66,6 +68,7 @@ from trajectory_pipeline.evaluation.scoring import (
     argument_shape,
     fold_whitespace,
     normalize_path,
+    paths_match,
 )
 from trajectory_pipeline.mining.verification import VERIFICATION_INTENTS, command_intent
 from trajectory_pipeline.schema import canonical_json
@@ -478,7 +481,11 @@ def is_remembered(tool: str, arguments: Mapping[str, Any], candidates: Sequence[
     mine = canonical_json(remembered_arguments(tool, arguments))
     if tool in MEMORY_KEYS:
         aim = _aim(tool, remembered_arguments(tool, arguments))
-        return aim is not None and any(_aim(tool, c.arguments) == aim for c in candidates)
+        if aim is None:
+            return False
+        if tool in PATH_TOOLS:  # `src/app.py` is the remembered `/home/u/repo/src/app.py`
+            return any(paths_match(aim, _aim(tool, c.arguments) or "") for c in candidates)
+        return any(_aim(tool, c.arguments) == aim for c in candidates)
     return any(c.key == mine for c in candidates)
 
 
