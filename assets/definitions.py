@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dagster as dg
 
+from assets.action_memory import action_memory
 from assets.automation import (
     abandoned_trainings_sensor,
     daily_ingest_job,
@@ -50,6 +51,7 @@ defs = dg.Definitions(
         decision_points,
         rendered_splits,
         lora_adapter,
+        action_memory,
         replay_eval,
         promoted_model,
     ],

@@ -36,6 +36,8 @@ from typing import Any
 import dagster as dg
 import pyarrow.parquet as pq
 
+from assets.action_memory import action_memory
+from assets.decision_points import decision_points
 from assets.definitions import defs
 from assets.instance import dagster_home
 from assets.lora_adapter import lora_adapter
@@ -221,7 +223,14 @@ def _train_and_evaluate(warehouse: Path, model_dir: Path, artifacts: Path, end: 
     started = time.perf_counter()
     with dg.DagsterInstance.get() as instance:
         result = dg.materialize(
-            [rendered_splits.to_source_asset(), lora_adapter, replay_eval, promoted_model],
+            [
+                decision_points.to_source_asset(),
+                rendered_splits.to_source_asset(),
+                lora_adapter,
+                action_memory,
+                replay_eval,
+                promoted_model,
+            ],
             partition_key=week,
             instance=instance,
             resources={**(defs.resources or {}), "trainer": trainer},

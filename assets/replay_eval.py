@@ -5,7 +5,8 @@ For a weekly partition it reads that week's `lora_adapter` manifest and the same
 evaluation case (holdout, seen-exact, seen-variant), scores the answers, writes the report
 beside the adapter (`<artifacts>/<adapter_id>/eval/report.md` and `pass_rate.png`), and
 promotes the adapter in the registry or rejects it with the reason. Its Parquet output is one
-row per scored answer.
+row per scored answer and selector: each answer as the model gave it (`none`, what promotion is
+decided on) and through the week's `action_memory` (`memory`), side by side.
 
 Adapters kept in an object store (a URL in the manifest or the registry) are replayed from the local
 cache's copies (`TRAJECTORY_CACHE_DIR`), and the report and chart are uploaded beside the adapter.
@@ -54,6 +55,7 @@ class ReplayEvalConfig(_ReplayKnobs):
     ins={
         "lora_adapter": dg.AssetIn(),
         "rendered_splits": rendered_window(),
+        "action_memory": dg.AssetIn(),
     },
     check_specs=[
         dg.AssetCheckSpec(
@@ -72,6 +74,7 @@ def replay_eval(
     adapter_registry: AdapterRegistryResource,
     lora_adapter: pd.DataFrame,
     rendered_splits: dict[str, pd.DataFrame],
+    action_memory: pd.DataFrame,
 ) -> Any:
     """Scored answers of the base model, the new adapter and the promoted one at real decisions."""
     replay, promotion = config.replay(), config.promotion()
@@ -96,7 +99,14 @@ def replay_eval(
     window = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
     try:
         outcome = run_replay_eval(
-            window, local_base, candidate, promoted, replay, promotion, candidate.path.parent / "eval"
+            window,
+            local_base,
+            candidate,
+            promoted,
+            replay,
+            promotion,
+            candidate.path.parent / "eval",
+            memory=action_memory,
         )
     except ValueError as err:
         raise private_failure(f"replay_eval for week {context.partition_key}: {err}") from None
@@ -150,10 +160,19 @@ def _metadata(outcome: EvalOutcome) -> dict[str, Any]:
         "exact_match_rate",
     ]
     chart = base64.b64encode(outcome.chart.read_bytes()).decode()
+    memory: dict[str, Any] = {}
+    if outcome.memory is not None and not outcome.memory.empty:
+        rows = outcome.memory[outcome.memory["lane"] == HOLDOUT]
+        memory = {
+            f"holdout_memory_pass_rate_{m}": float(r)
+            for m, r in zip(rows["model"], rows["memory_pass_rate"], strict=True)
+        }
+        memory["memory"] = frame_md(outcome.memory.round(3))
     return {
         "decision": decision.status,
         "reason": decision.reason,
         **headline,
+        **memory,
         "cases": outcome.cases,
         # "tool_name" when the window was rendered with target_mode tool_choice (the report says so)
         "scored_on": outcome.scored_on,

@@ -101,6 +101,7 @@ def test_definitions_hold_the_automation_stopped() -> None:
     assert weekly.partitions_def.get_partition_keys(current_time=at("2026-11-29 03:00"))[-1] == "2026-11-22"
     assert {key.to_user_string() for key in weekly.asset_layer.executable_asset_keys} == {
         "lora_adapter",
+        "action_memory",
         "replay_eval",
         "promoted_model",
     }

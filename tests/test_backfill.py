@@ -15,6 +15,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from assets.action_memory import action_memory
 from assets.automation import RANGE_END, RANGE_START, daily_ingest_job
 from assets.definitions import defs
 from assets.lora_adapter import lora_adapter
@@ -75,9 +76,11 @@ def test_a_range_backfill_materializes_every_day_in_one_run(tmp_path: Path) -> N
         assert (tmp_path / "warehouse" / "rendered_splits" / f"{day}.parquet").is_file()
 
 
-def window_days(weekly_asset: dg.AssetsDefinition, week: str, now: dt.datetime) -> list[str]:
-    """The daily rendered_splits partitions the weekly asset's run for `week` loads."""
-    mapping = weekly_asset.get_partition_mapping(dg.AssetKey("rendered_splits"))
+def window_days(
+    weekly_asset: dg.AssetsDefinition, week: str, now: dt.datetime, upstream: str = "rendered_splits"
+) -> list[str]:
+    """The daily `upstream` partitions (rendered_splits) the weekly asset's run for `week` loads."""
+    mapping = weekly_asset.get_partition_mapping(dg.AssetKey(upstream))
     assert mapping is not None
     mapped = mapping.get_upstream_mapped_partitions_result_for_partitions(
         weekly_partitions.subset_with_partition_keys([week]),
@@ -88,7 +91,11 @@ def window_days(weekly_asset: dg.AssetsDefinition, week: str, now: dt.datetime) 
     return sorted(mapped.partitions_subset.get_partition_keys())
 
 
-@pytest.mark.parametrize("weekly_asset", [lora_adapter, replay_eval], ids=["lora_adapter", "replay_eval"])
+@pytest.mark.parametrize(
+    "weekly_asset",
+    [lora_adapter, action_memory, replay_eval],
+    ids=["lora_adapter", "action_memory", "replay_eval"],
+)
 @pytest.mark.parametrize("week", ["2026-03-01", "2026-08-16"])
 def test_an_old_week_reads_only_days_up_to_its_end(weekly_asset: dg.AssetsDefinition, week: str) -> None:
     """Backfilled long after, a week sees its trailing window and none of the later days."""
@@ -98,6 +105,8 @@ def test_an_old_week_reads_only_days_up_to_its_end(weekly_asset: dg.AssetsDefini
     assert days[0] == max(first, daily_partitions.start.date()).isoformat()
     assert days[-1] == (start + dt.timedelta(days=6)).isoformat()  # the Saturday that ends the week
     assert len(days) == (dt.date.fromisoformat(days[-1]) - dt.date.fromisoformat(days[0])).days + 1
+    if weekly_asset is action_memory:  # its decision points are the same days as its rendered rows
+        assert window_days(weekly_asset, week, LATER, "decision_points") == days
 
 
 def test_the_first_weeks_window_stops_at_the_first_partition() -> None:

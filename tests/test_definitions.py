@@ -21,7 +21,9 @@ def test_definitions_load() -> None:
     assert {"lora_adapter", "replay_eval"} <= keys  # the weekly end of the chain
     graph = defs.resolve_asset_graph()
     parents = {key.to_user_string() for key in graph.get(dg.AssetKey("replay_eval")).parent_keys}
-    assert parents == {"lora_adapter", "rendered_splits"}
+    assert parents == {"lora_adapter", "rendered_splits", "action_memory"}
+    memory_parents = {key.to_user_string() for key in graph.get(dg.AssetKey("action_memory")).parent_keys}
+    assert memory_parents == {"decision_points", "rendered_splits"}  # train split only: see its tests
     assert defs.resolve_job_def("daily_ingest_job") is not None
 
 

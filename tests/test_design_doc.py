@@ -28,7 +28,8 @@ from trajectory_pipeline.dataset.render import FORMATS as RECORD_FORMATS
 from trajectory_pipeline.dataset.splits import COUNT_KEYS, SPLITS
 from trajectory_pipeline.dataset.training_data import RENDERED_SCHEMA
 from trajectory_pipeline.decisions.points import DECISION_SCHEMA
-from trajectory_pipeline.evaluation.schema import EVAL_RESULT_SCHEMA, LANES, MODELS
+from trajectory_pipeline.evaluation.memory import MEMORY_SCHEMA
+from trajectory_pipeline.evaluation.schema import EVAL_RESULT_SCHEMA, LANES, MODELS, SELECTORS
 from trajectory_pipeline.evaluation.scoring import FAILURES, INTENT_MATCH_CLASSES, OPTIONAL_KEYS
 from trajectory_pipeline.ingest.formats import SOURCES
 from trajectory_pipeline.ingest.stores import STORES
@@ -55,6 +56,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "ADAPTER_MANIFEST_SCHEMA": ADAPTER_MANIFEST_SCHEMA,
     "EVAL_RESULT_SCHEMA": EVAL_RESULT_SCHEMA,
     "MODEL_MANIFEST_SCHEMA": MODEL_MANIFEST_SCHEMA,
+    "MEMORY_SCHEMA": MEMORY_SCHEMA,
 }
 
 # The stage folders the Layout section describes; a folder added later is found on disk as well.
@@ -73,6 +75,7 @@ NAMED_VALUES: dict[str, tuple[str, ...]] = {
     "call conventions": CONVENTIONS,
     "lanes": LANES,
     "models": MODELS,
+    "selectors": SELECTORS,
     "sources": SOURCES + tuple(STORES),
     "event roles": ROLES,
     "event kinds": KINDS,

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from assets.action_memory import action_memory
 from assets.decision_points import decision_points
 from assets.lora_adapter import lora_adapter
 from assets.mined_trajectories import mined_trajectories
@@ -70,6 +71,7 @@ EVAL = {"holdout_cases": 3, "seen_exact_cases": 2, "seen_variant_cases": 1, "max
 PLACES = {
     "lora_adapter": ["adapter_id", "adapter_path", "base_model"],
     "replay_eval": ["adapter_id"],
+    "action_memory": [],
 }
 
 
@@ -117,7 +119,13 @@ def _weekly(
     io_manager: ParquetIOManager, registry: str, base_model: str, artifacts: str
 ) -> dg.ExecuteInProcessResult:
     result = dg.materialize(
-        [rendered_splits.to_source_asset(), lora_adapter, replay_eval],
+        [
+            decision_points.to_source_asset(),
+            rendered_splits.to_source_asset(),
+            lora_adapter,
+            action_memory,
+            replay_eval,
+        ],
         partition_key=WEEK,
         resources={
             "io_manager": io_manager,
@@ -242,7 +250,7 @@ def test_the_weekly_assets_train_and_replay_with_everything_in_the_bucket(
         s3.url("adapters"),
     )
 
-    for table in ("lora_adapter", "replay_eval"):
+    for table in ("lora_adapter", "action_memory", "replay_eval"):
         expected = pd.read_parquet(chain["local"] / table / f"{WEEK}.parquet").drop(columns=PLACES[table])
         found = _remote_table(s3.url("warehouse", table, f"{WEEK}.parquet")).to_pandas()
         pd.testing.assert_frame_equal(found.drop(columns=PLACES[table]), expected)

@@ -9,6 +9,7 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
+from assets.action_memory import action_memory
 from assets.decision_points import decision_points
 from assets.lora_adapter import lora_adapter
 from assets.mined_trajectories import mined_trajectories
@@ -93,9 +94,15 @@ def weekly_resources(root: Path) -> dict[str, Any]:
 def train_and_evaluate(
     root: Path, eval_config: dict[str, Any], instance: dg.DagsterInstance | None = None
 ) -> dg.ExecuteInProcessResult:
-    """lora_adapter then replay_eval for WEEK over `root` (see weekly_resources)."""
+    """lora_adapter, action_memory, then replay_eval for WEEK over `root` (see weekly_resources)."""
     return dg.materialize(
-        [rendered_splits.to_source_asset(), lora_adapter, replay_eval],
+        [
+            decision_points.to_source_asset(),
+            rendered_splits.to_source_asset(),
+            lora_adapter,
+            action_memory,
+            replay_eval,
+        ],
         partition_key=WEEK,
         instance=instance,
         resources=weekly_resources(root),

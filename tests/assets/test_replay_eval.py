@@ -46,7 +46,12 @@ def test_both_models_answer_every_case_and_differ(
 ) -> None:
     root, result, _ = evaluated
     assert result.success
-    results = pd.read_parquet(root / "warehouse" / "replay_eval" / f"{WEEK}.parquet")
+    stored = pd.read_parquet(root / "warehouse" / "replay_eval" / f"{WEEK}.parquet")
+    # Every answer scored as given and through the action memory, side by side.
+    assert set(stored["selector"]) == {"none", "memory"}
+    results = stored[stored["selector"] == "none"]
+    memory = stored[stored["selector"] == "memory"]
+    assert list(memory["raw_text"]) == list(results["raw_text"])
     assert set(results["model"]) == {"base", "candidate"}
     base = results[results["model"] == "base"].set_index(["lane", "decision_id"])
     candidate = results[results["model"] == "candidate"].set_index(["lane", "decision_id"])
@@ -74,8 +79,10 @@ def test_the_decision_reaches_the_registry_the_check_and_the_report(
     assert check.check_name == "adapter_promoted" and not check.passed
     metadata = result.asset_materializations_for_node("replay_eval")[0].metadata
     assert metadata["decision"].value == "rejected" and "holdout_pass_rate_base" in metadata
+    assert "holdout_memory_pass_rate_candidate" in metadata and "memory" in metadata
     report = Path(metadata["report_path"].value)
     assert "# Replay eval: candidate rejected" in report.read_text()
+    assert "## Action memory" in report.read_text()
     assert (report.parent / "pass_rate.png").stat().st_mode & 0o777 == 0o600
 
 

@@ -33,6 +33,7 @@ def row(**overrides: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
         "model": "candidate",
         "adapter_id": "adapter-1",
+        "selector": "none",
         "lane": "holdout",
         "decision_id": "d1",
         "session_id": "s1",
@@ -59,6 +60,9 @@ def row(**overrides: Any) -> dict[str, Any]:
         "param_values_match": True,
         "passed": True,
         "failure": None,
+        "candidates": 0,
+        "from_memory": False,
+        "oracle": True,
         "prompt_tokens": 100,
         "generated_tokens": 20,
     }

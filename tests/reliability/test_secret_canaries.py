@@ -599,6 +599,8 @@ def test_the_outputs_cover_every_stage(run: Run) -> None:
         "raw_sessions_quarantine/",
         "rendered_splits/",
         "replay_eval/",
+        "action_memory/",
+        "adapters.sqlite",  # the registry, and the action memory's SQL copy
         "train.jsonl",
     ):
         assert stage in names, stage

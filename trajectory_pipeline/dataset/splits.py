@@ -88,6 +88,7 @@ OUTPUT_COLUMNS = (
     "target_name",
     "action_class",
     "family_id",  # carried for the replay eval's lanes; optional in the input
+    "repo",  # carried for the replay eval's action memory; optional in the input
     "decisive",
     "split",
     "format",

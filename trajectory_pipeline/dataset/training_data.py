@@ -33,6 +33,7 @@ RENDERED_SCHEMA = pa.schema(
         ("target_name", pa.string()),
         ("action_class", pa.string()),
         ("family_id", pa.string()),  # workflow family, for the replay eval's seen-variant lane
+        ("repo", pa.string()),  # repository, for the replay eval's action memory
         ("decisive", pa.bool_()),
         ("split", pa.string()),
         ("format", pa.string()),

@@ -15,6 +15,15 @@ model is in `outcome.timings`, for metadata and the report.
 Cases rendered with `target_mode: tool_choice` (the adapter learned which tool to call, not its
 arguments: their targets have none) are scored on the tool name: such a case passes when the first
 call names the right tool, for every model alike, and the report says so (`score_tool_choice`).
+
+Selectors (`ReplayConfig.selectors`): each answer is scored as the model gave it (`none`) and, given
+the action memory of the window's training split (`memory`, the `action_memory` asset's rows), once
+more after the memory selector put a remembered call in place of a wrong aim (`memory.memory_rows`:
+no extra generation). Promotion stays decided on `none`, the adapter alone: the memory is built from
+the same training split whatever the adapter, so it lifts every contender alike and cannot tell a
+better adapter from a worse one, and whoever runs the promoted adapter may run it without memory.
+The report and `memory_table` set both side by side, with the oracle rate and what memory fixed
+and broke.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from typing import Any
 import pandas as pd
 
 from trajectory_pipeline.dataset.training_data import dedupe_across_days
+from trajectory_pipeline.evaluation.memory import MemoryIndex, memory_rows
 from trajectory_pipeline.evaluation.promotion import (
     PROMOTED_STATUS,
     PromotionConfig,
@@ -36,11 +46,13 @@ from trajectory_pipeline.evaluation.replay import ReplayConfig, evaluate_model, 
 from trajectory_pipeline.evaluation.report import (
     breakdown,
     failure_counts,
+    memory_table,
+    own_answers,
     pass_rate_chart,
     report_markdown,
     summarize,
 )
-from trajectory_pipeline.evaluation.schema import BASE, CANDIDATE, PROMOTED, SEEN_EXACT
+from trajectory_pipeline.evaluation.schema import BASE, CANDIDATE, MEMORY, PROMOTED, SEEN_EXACT
 from trajectory_pipeline.parquet_io import ensure_private_dir, write_bytes_atomic
 from trajectory_pipeline.training.registry import AdapterRegistry
 
@@ -98,6 +110,7 @@ class EvalOutcome:
     chart: Path
     cases: int
     scored_on: str = "call"  # "tool_name" when some cases were rendered with target_mode tool_choice
+    memory: pd.DataFrame | None = None  # report.memory_table; None without the memory selector
 
 
 def run_replay_eval(
@@ -108,8 +121,10 @@ def run_replay_eval(
     config: ReplayConfig,
     promotion: PromotionConfig,
     out_dir: Path,
+    memory: pd.DataFrame | None = None,
 ) -> EvalOutcome:
-    """Evaluate and decide; raises ValueError when the window holds no case to replay."""
+    """Evaluate and decide; raises ValueError when the window holds no case to replay. `memory`
+    (action_memory rows) feeds the `memory` selector; without it only `none` is scored."""
     rows, _ = dedupe_across_days(window_rows)  # exactly the rows the adapter's data directory holds
     cases = select_cases(rows, config)
     if not cases:
@@ -138,18 +153,35 @@ def run_replay_eval(
         )
         frames.append(frame)
         timings[name] = timing.as_dict()
+    own = pd.concat(frames, ignore_index=True)
+    with_memory = MEMORY in config.selectors and memory is not None
+    if memory is not None and with_memory:
+        index = MemoryIndex(memory)
+        own = pd.concat([own, memory_rows(own, cases, index, config.memory_threshold)], ignore_index=True)
     chosen = tool_choice_cases(rows) & {case.decision_id for case in cases}
-    results = score_tool_choice(pd.concat(frames, ignore_index=True), chosen)
+    results = score_tool_choice(own, chosen)
     named = sum(case.decision_id in chosen for case in cases)
     notes = [TOOL_CHOICE_NOTE.format(cases=named, total=len(cases))] if chosen else []
     summary = summarize(results)
     by_tool, by_action = breakdown(results, "target_name"), breakdown(results, "action_class")
     failures = failure_counts(results)
-    decision = decide_promotion(summary, promotion)
+    decision = decide_promotion(summary, promotion)  # on the models' own calls (selector none)
+    compared = memory_table(results) if with_memory else None
 
     ensure_private_dir(out_dir)
     chart = pass_rate_chart(summary, by_tool, out_dir / CHART_NAME)
-    text = report_markdown(summary, by_tool, by_action, failures, decision, timings, chart.name, notes)
+    text = report_markdown(
+        summary,
+        by_tool,
+        by_action,
+        failures,
+        decision,
+        timings,
+        chart.name,
+        notes,
+        memory=compared,
+        memory_calls=len(memory) if with_memory and memory is not None else None,
+    )
     report = out_dir / REPORT_NAME
     write_bytes_atomic(report, text.encode())
     return EvalOutcome(
@@ -164,6 +196,7 @@ def run_replay_eval(
         chart=chart,
         cases=len(cases),
         scored_on="tool_name" if chosen else "call",
+        memory=compared,
     )
 
 
@@ -203,8 +236,17 @@ def eval_summary(outcome: EvalOutcome) -> dict[str, Any]:
             "decisive_pass_rate": _number(row["decisive_pass_rate"]),
         }
     decision = outcome.decision
-    results = outcome.results
+    results = own_answers(outcome.results)
     failing = results[(results["model"] == CANDIDATE) & (results["lane"] == SEEN_EXACT) & ~results["passed"]]
+    memory: dict[str, Any] = {}
+    for row in outcome.memory.to_dict("records") if outcome.memory is not None else []:
+        memory.setdefault(row["lane"], {})[row["model"]] = {
+            "pass_rate": _number(row["pass_rate"]),
+            "memory_pass_rate": _number(row["memory_pass_rate"]),
+            "oracle_rate": _number(row["oracle_rate"]),
+            "fixed": int(row["fixed"]),
+            "broke": int(row["broke"]),
+        }
     return {
         "status": decision.status,
         "reason": decision.reason,
@@ -213,6 +255,7 @@ def eval_summary(outcome: EvalOutcome) -> dict[str, Any]:
         "scored_on": outcome.scored_on,
         # Training decisions the adapter still gets wrong: what a re-train on failures repeats.
         "failing_seen_exact": sorted(set(failing["decision_id"])),
+        **({"memory": memory} if memory else {}),
     }
 
 

@@ -12,6 +12,10 @@ The candidate is promoted only when, on the configured lane (held-out sessions b
 3. it beats the promoted adapter's by more than `margin` (when one is in use);
 4. its pass rate on decisive calls does not drop below the reference's (the promoted adapter, else
    the base model); this holds when either side has no decisive cases, as there is nothing to compare.
+The summary is of the models' own calls (selector `none`): the action memory's selector is
+reported beside them but never decides, because the memory is built from the same training split
+whatever the adapter, so it lifts every contender alike and cannot tell a better adapter from a
+worse one, and the promoted adapter may be run without it (evaluate.py).
 The reason names the first rule that fails, in that order. A lead within 1e-9 of the margin counts as
 a tie, so float noise never decides a promotion. `cases` is the candidate's count of distinct
 decisions in the lane; a lane with no rows is rejected as "0 < min_cases", while a lane with rows

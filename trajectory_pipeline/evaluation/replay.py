@@ -56,7 +56,14 @@ from trajectory_pipeline.evaluation.constrained import (
     declared_only,
     tool_call_processor,
 )
-from trajectory_pipeline.evaluation.schema import EVAL_COLUMNS, HOLDOUT, SEEN_EXACT, SEEN_VARIANT
+from trajectory_pipeline.evaluation.schema import (
+    EVAL_COLUMNS,
+    HOLDOUT,
+    NONE,
+    SEEN_EXACT,
+    SEEN_VARIANT,
+    SELECTORS,
+)
 from trajectory_pipeline.evaluation.scoring import score_call
 from trajectory_pipeline.schema import canonical_json
 
@@ -98,6 +105,17 @@ class ReplayConfig:
         None,
         f"Tool-call convention of constrained answers, one of {CONVENTIONS}; empty: from the chat template.",
     )
+    selectors: tuple[str, ...] = knob(
+        SELECTORS,
+        "How each answer's call is chosen, scored side by side: none (the model's own call; promotion "
+        "is decided on it, so it always runs) and memory (a wrong aim replaced by the nearest call of "
+        "the action memory, no extra generation).",
+    )
+    memory_threshold: float = knob(
+        0.6,
+        "The memory selector takes a remembered call when its score (0..1: agreement with the answer, "
+        "mention in the history, frequency, workflow family) reaches this.",
+    )
 
     def __post_init__(self) -> None:
         for name in ("holdout_cases", "seen_exact_cases", "seen_variant_cases"):
@@ -116,6 +134,13 @@ class ReplayConfig:
             raise ValueError(
                 f"call_convention must be one of {sorted(CONVENTIONS)} or None, got {self.call_convention!r}"
             )
+        unknown = [selector for selector in self.selectors if selector not in SELECTORS]
+        if unknown or NONE not in self.selectors or len(set(self.selectors)) != len(self.selectors):
+            raise ValueError(
+                f"selectors must be distinct values of {SELECTORS}, {NONE!r} included, got {self.selectors!r}"
+            )
+        if isinstance(self.memory_threshold, bool) or not 0.0 <= self.memory_threshold <= 1.0:
+            raise ValueError(f"memory_threshold must be in [0, 1], got {self.memory_threshold!r}")
         if self.samples > 1 and not self.temperature > 0:
             raise ValueError(f"samples > 1 needs a temperature above 0, got {self.temperature}")
 
@@ -135,6 +160,7 @@ class EvalCase:
     target_arguments: dict[str, Any]
     messages: list[dict[str, Any]]  # the history before the decision, as the record holds it
     tools: list[dict[str, Any]] | None
+    repo: str | None = None  # the repository (rendered rows before it was a column have none)
 
 
 @dataclass(frozen=True)
@@ -185,6 +211,7 @@ def case_from_row(row: dict[str, Any], lane: str) -> EvalCase:
             name, arguments = parse_call_text(last["content"])
     decisive = row.get("decisive")
     family = row.get("family_id")
+    repo = row.get("repo")
     return EvalCase(
         lane=lane,
         decision_id=str(row["decision_id"]),
@@ -197,6 +224,7 @@ def case_from_row(row: dict[str, Any], lane: str) -> EvalCase:
         target_arguments=arguments,
         messages=messages,
         tools=record.get("tools"),
+        repo=None if repo is None or pd.isna(repo) else str(repo),
     )
 
 
@@ -512,6 +540,7 @@ def score_cases(
             {
                 "model": model_name,
                 "adapter_id": adapter_id,
+                "selector": NONE,
                 "lane": case.lane,
                 "decision_id": case.decision_id,
                 "session_id": case.session_id,
@@ -543,6 +572,9 @@ def score_cases(
                         "failure",
                     )
                 },
+                "candidates": 0,
+                "from_memory": False,
+                "oracle": score.passed,
                 "prompt_tokens": answer.prompt_tokens,
                 "generated_tokens": answer.generated_tokens,
             }

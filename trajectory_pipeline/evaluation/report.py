@@ -10,6 +10,9 @@ decision and sample). The `replay_eval` asset calls:
     text = report_markdown(summary, by_tool, breakdown(results, "action_class"), failures,
                            decision, timings, chart.name)
 
+Summaries, breakdowns and failures are of the models' own calls (selector `none`, what promotion is
+decided on); `memory_table` sets the `memory` selector's rows beside them.
+
 Rates are over answers (rows), so with several samples per decision every sample counts once.
 `pass^k` (tau-bench) is the chance that k samples drawn without replacement from a decision's n
 all pass, C(c, k) / C(n, k) (`scoring.pass_hat_k`), averaged over the decisions with at least k
@@ -38,7 +41,15 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
 
 from trajectory_pipeline.evaluation.promotion import PromotionDecision
-from trajectory_pipeline.evaluation.schema import EVAL_COLUMNS, EVAL_RESULT_SCHEMA, HOLDOUT, LANES, MODELS
+from trajectory_pipeline.evaluation.schema import (
+    EVAL_COLUMNS,
+    EVAL_RESULT_SCHEMA,
+    HOLDOUT,
+    LANES,
+    MEMORY,
+    MODELS,
+    NONE,
+)
 from trajectory_pipeline.evaluation.scoring import pass_hat_k
 from trajectory_pipeline.parquet_io import write_bytes_atomic
 
@@ -84,9 +95,48 @@ _LANE_TABLE = [
 ]
 
 
-def summarize(results: pd.DataFrame) -> pd.DataFrame:
-    """One row per (model, lane): counts, the rates of the module docstring, and pass^k columns."""
+def own_answers(results: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the models' own calls (selector `none`): every row but the memory selector's."""
+    if "selector" not in results.columns:
+        return results
+    return results[results["selector"].ne(MEMORY)]
+
+
+def memory_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, lane), the action memory's effect: pass rate without and with it, the oracle
+    rate (the answer's call or a remembered candidate passes), remembered candidates per answer, and
+    the answers memory fixed (failed alone, passed with it) and broke (the reverse). Empty when the
+    results hold no memory rows."""
+    columns = ["model", "lane", "cases", "pass_rate", "memory_pass_rate", "oracle_rate"]
+    columns += ["candidates_per_case", "fixed", "broke"]
+    if "selector" not in results.columns or not results["selector"].eq(MEMORY).any():
+        return pd.DataFrame(columns=columns)
     frame = _validated(results)
+    keys = ["model", "lane", "decision_id", "sample"]
+    own = frame[frame["selector"].eq(NONE)].set_index(keys)["passed"]
+    memory = frame[frame["selector"].eq(MEMORY)].set_index(keys)
+    paired = memory.assign(own=own.reindex(memory.index).fillna(False).astype(bool)).reset_index()
+    paired = paired.assign(
+        fixed=paired["passed"] & ~paired["own"],
+        broke=~paired["passed"] & paired["own"],
+    )
+    table = paired.groupby(["model", "lane"]).agg(
+        cases=("decision_id", "nunique"),
+        pass_rate=("own", "mean"),
+        memory_pass_rate=("passed", "mean"),
+        oracle_rate=("oracle", "mean"),
+        candidates_per_case=("candidates", "mean"),
+        fixed=("fixed", "sum"),
+        broke=("broke", "sum"),
+    )
+    table = table.astype({"fixed": "int64", "broke": "int64"})
+    return _sorted(table.reset_index(), [])[columns]
+
+
+def summarize(results: pd.DataFrame) -> pd.DataFrame:
+    """One row per (model, lane) of the models' own calls: counts, the rates of the module
+    docstring, and pass^k columns."""
+    frame = _validated(own_answers(results))
     frame = frame.assign(
         invalid=~frame["parsed"],
         prose=~frame["parsed"] & ~frame["starts_with_json"],
@@ -115,7 +165,7 @@ def breakdown(results: pd.DataFrame, by: str) -> pd.DataFrame:
     """Cases, answers, passes and pass rate per (model, lane, `by`); a null key reads "(none)"."""
     if by not in BREAKDOWN_KEYS:
         raise ValueError(f"breakdown is by one of {BREAKDOWN_KEYS}, got {by!r}")
-    frame = _validated(results)
+    frame = _validated(own_answers(results))
     frame = frame.assign(**{by: frame[by].fillna(_MISSING_LABEL.get(by, "(none)"))})
     table = frame.groupby(["model", "lane", by]).agg(
         cases=("decision_id", "nunique"),
@@ -128,7 +178,7 @@ def breakdown(results: pd.DataFrame, by: str) -> pd.DataFrame:
 
 def failure_counts(results: pd.DataFrame) -> pd.DataFrame:
     """Failed answers per (model, lane, failure), most frequent first, with their share of answers."""
-    frame = _validated(results)
+    frame = _validated(own_answers(results))
     answers = frame.groupby(["model", "lane"]).size().rename("answers")
     counts = frame.dropna(subset=["failure"]).groupby(["model", "lane", "failure"]).size().rename("count")
     table = counts.reset_index().join(answers, on=["model", "lane"])
@@ -165,6 +215,8 @@ def report_markdown(
     timings: Mapping[str, Mapping[str, float]],
     chart_name: str,
     notes: Sequence[str] = (),
+    memory: pd.DataFrame | None = None,
+    memory_calls: int | None = None,
 ) -> str:
     """The human report: decision, per-lane tables, breakdowns, failures, speed and the chart;
     `notes` (how the cases were scored, when not as calls) come first, under the title."""
@@ -183,6 +235,8 @@ def report_markdown(
         rows = summary[summary["lane"] == lane]
         lines += [f"## Lane {lane}", "", _LANE_NOTES.get(lane, f"Lane {lane}."), ""]
         lines += _table(rows, [("model", "model", "str"), *_LANE_TABLE, *pass_k])
+    if memory is not None and not memory.empty:
+        lines += _memory_section(memory, memory_calls)
     lines += ["## Pass rate per tool", "", "Pass rate (answers) per model.", ""]
     lines += _pivot(by_tool, "target_name", _pass_cell)
     lines += ["## Pass rate per action class", "", "Pass rate (answers) per model.", ""]
@@ -191,6 +245,34 @@ def report_markdown(
     lines += _pivot(failures, "failure", lambda r: f"{r['count']} ({_pct(r['share'])})", "count")
     lines += ["## Speed", "", *_speed(timings)]
     return "\n".join(lines)
+
+
+_MEMORY_TABLE = [
+    ("model", "model", "str"),
+    ("lane", "lane", "str"),
+    ("cases", "cases", "int"),
+    ("pass", "pass_rate", "pct"),
+    ("pass with memory", "memory_pass_rate", "pct"),
+    ("oracle", "oracle_rate", "pct"),
+    ("candidates per case", "candidates_per_case", "num"),
+    ("fixed", "fixed", "int"),
+    ("broke", "broke", "int"),
+]
+
+
+def _memory_section(memory: pd.DataFrame, calls: int | None) -> list[str]:
+    held = f" The memory held {calls} remembered calls of the training split." if calls is not None else ""
+    lines = [
+        "## Action memory",
+        "",
+        "Each answer's call with and without the action memory (selector `memory`: an aim the memory "
+        "does not hold for the repository and tool is replaced by the best-scoring remembered call "
+        "when its score reaches the threshold). Oracle: the answer's call or a remembered candidate "
+        "passes. Fixed / broke: answers that pass only with memory / only without it. Promotion is "
+        f"decided without memory.{held}",
+        "",
+    ]
+    return lines + _table(memory, _MEMORY_TABLE)
 
 
 def _validated(results: pd.DataFrame) -> pd.DataFrame:
@@ -230,7 +312,7 @@ def _pass_cell(row: pd.Series) -> str:
 
 
 def _cell(value: Any, kind: str) -> str:
-    text = _pct(value) if kind == "pct" else str(value)
+    text = _pct(value) if kind == "pct" else f"{value:.1f}" if kind == "num" else str(value)
     return text.replace("|", "\\|")
 
 

@@ -19,12 +19,18 @@ MODELS = (BASE, CANDIDATE, PROMOTED)
 HOLDOUT, SEEN_EXACT, SEEN_VARIANT = "holdout", "seen-exact", "seen-variant"
 LANES = (HOLDOUT, SEEN_EXACT, SEEN_VARIANT)
 
+# Selectors: the model's own answer (`none`, what promotion is decided on), or that answer put
+# through the action memory (`memory`, evaluation/memory.py), scored side by side.
+NONE, MEMORY = "none", "memory"
+SELECTORS = (NONE, MEMORY)
+
 RAW_TEXT_CHARS = 2_000  # the raw answer kept per case, head and tail
 
 EVAL_RESULT_SCHEMA = pa.schema(
     [
         ("model", pa.string()),  # one of MODELS
         ("adapter_id", pa.string()),  # null for the base model
+        ("selector", pa.string()),  # one of SELECTORS: the scored call is the answer's, or memory's
         ("lane", pa.string()),  # one of LANES
         ("decision_id", pa.string()),
         ("session_id", pa.string()),
@@ -51,6 +57,9 @@ EVAL_RESULT_SCHEMA = pa.schema(
         ("param_values_match", pa.bool_()),
         ("passed", pa.bool_()),
         ("failure", pa.string()),  # null when passed; else one reason of scoring.FAILURES
+        ("candidates", pa.int64()),  # remembered calls of the repository and tool weighed (0: none)
+        ("from_memory", pa.bool_()),  # the scored call is a remembered one, not the answer's
+        ("oracle", pa.bool_()),  # the answer's call or a candidate passes: the best a selector could do
         ("prompt_tokens", pa.int64()),
         ("generated_tokens", pa.int64()),
     ]

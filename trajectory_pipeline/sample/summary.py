@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from trajectory_pipeline.evaluation.report import summarize
+from trajectory_pipeline.evaluation.report import memory_table, summarize
 from trajectory_pipeline.evaluation.schema import BASE, CANDIDATE, HOLDOUT, SEEN_EXACT
 
 
@@ -27,18 +27,22 @@ def last_value(rows: list[dict[str, Any]], key: str) -> float:
 
 def eval_table(frame: Any) -> str:
     """Per lane, base model against the new adapter: answers holding a parseable call, calls of
-    the right tool, pass rate and decisive-action pass rate."""
+    the right tool, pass rate, pass rate with the action memory (`-` without memory rows) and
+    decisive-action pass rate."""
     header = (
         f"\n{'lane':<14}{'model':<11}{'cases':>7}{'valid call':>12}{'right tool':>12}"
-        f"{'pass rate':>11}{'decisive pass rate':>20}"
+        f"{'pass rate':>11}{'with memory':>13}{'decisive pass rate':>20}"
     )
     lines = [header, "-" * (len(header) - 1)]
+    memory = memory_table(frame).set_index(["model", "lane"])["memory_pass_rate"]
     for row in summarize(frame).to_dict("records"):
         decisive = row["decisive_pass_rate"]
         rate = "-" if pd.isna(decisive) else f"{decisive:.1%}"
+        remembered = memory.get((row["model"], row["lane"]))
+        with_memory = "-" if remembered is None or pd.isna(remembered) else f"{remembered:.1%}"
         lines.append(
             f"{row['lane']:<14}{row['model']:<11}{row['cases']:>7}{1 - row['invalid_rate']:>12.1%}"
-            f"{row['name_match_rate']:>12.1%}{row['pass_rate']:>11.1%}{rate:>20}"
+            f"{row['name_match_rate']:>12.1%}{row['pass_rate']:>11.1%}{with_memory:>13}{rate:>20}"
         )
     return "\n".join(lines)
 

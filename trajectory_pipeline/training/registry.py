@@ -347,6 +347,12 @@ def _make_engine(url: str) -> Engine:
     return engine
 
 
+def make_engine(url: str) -> Engine:
+    """An engine on the registry's database as the registry makes it (a private SQLite file, writers
+    serialized): for other tables kept beside the registry, such as the action memory."""
+    return _make_engine(url)
+
+
 def _create_private_sqlite_file(path: Path) -> None:
     """Create an empty SQLite file 0600 (and missing folders 0700) before SQLite creates it 0644."""
     if path.exists():
