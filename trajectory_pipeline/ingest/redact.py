@@ -15,8 +15,10 @@ What is redacted by default (`KINDS`): cloud and vendor tokens of known shapes, 
 keys (PEM blocks, a PEM in base64, PuTTY's Private-Lines, age secret keys), JWTs, bearer
 and other Authorization credentials, URL passwords, values of secret-named keys, Azure
 SAS signatures, Docker config.json credentials, GCP private key ids, credential flags of
-the commands that take them, session cookies, e-mail addresses, phone numbers, US social
-security numbers, payment card numbers and login names. E-mail addresses and login names
+the commands that take them, session cookies, e-mail addresses, phone numbers (international,
+North American, and French and UK national formats), national id numbers (US social
+security numbers, UK National Insurance numbers, and, next to their label, German tax
+ids, Dutch BSNs and Canadian SINs), payment card numbers and login names. E-mail addresses and login names
 can be switched off (`Redactor(emails=False, home_paths=False)`); the rest cannot.
 
 Where the patterns come from, and why they are written here. Token formats follow
@@ -57,7 +59,8 @@ a Luhn check) runs in Python only on the rare matches. A pass whose anchor is a 
 character ("@", "~", "+", "J", ...) is skipped with one `in` (memchr) on texts that lack
 it. Card numbers, SSNs and North American phone numbers have no literal at all: their
 pass looks at a copy of the text with every digit as "0" (`bytes.translate`) for the
-digit shapes, starting on "0000", and runs its regex only next to them. A text with no
+digit shapes, starting on "0000", and runs its regex only next to them; so does the pass
+of other countries' national formats, with shapes of its own. A text with no
 candidate costs one fast C-level scan per pass: roughly 55 MB/s on event-sized texts
 (bench/bench_redact.py). Where hyperscan is installed (x86_64 Linux), one hyperscan scan
 of the text first says which passes can match at all and only those run
@@ -172,8 +175,19 @@ is 13 to 19 digits, or 4-4-4-4(-3) and 4-6-4(5) groups with one space or "-" bet
 an issuer's range (4, 51-55, 2221-2720, 34, 37, 30, 36, 38, 35, 6011, 644-649, 65, 62)
 and Luhn-valid; the test numbers that card processors publish for everyone to use (4242
 4242 4242 4242, 4111..., 5555...4444, ...) are kept. None of these is glued to a word, a
-longer number, a version or a decimal. `git@...` and `noreply@...` addresses are not
-personal and are kept.
+longer number, a version or a decimal. National formats of other countries: a UK
+National Insurance number (`AB 12 34 56 C`, `AB123456C`; a prefix HMRC allocates, so its
+specimen `QQ 12 34 56 C` is kept, and a suffix A to D), a French number without +33 (`06 12
+34 56 78`, `06.12.34.56.78`, `06-12-34-56-78`), a UK one without +44 (`07700 900461`,
+`07700 900 461`, `020 7946 0958`); and, only with a label on the same line within 40
+characters before it or 20 after it, a German tax id (11 digits or `12 345 678 901`, not
+starting with 0, ISO 7064 MOD 11,10 check digit; "Steuer-ID", "IdNr", "tax id", "TIN"), a
+Dutch BSN (9 digits or `1234.56.789`, 11-proof; "BSN", "burgerservicenummer", "sofi"), a
+Canadian SIN (9 digits, `123 456 789`, `123-456-789`, Luhn, not starting with 0 or 8;
+"SIN", "social insurance", "NAS") and a French or UK mobile number written without
+separators (`0612345678`, `07700900461`; "tel", "phone", "portable", "mobile", "fax",
+...). A spaced or dotted one is not one of a longer run of groups (a hex dump, `01 02 03
+04 05 06`). `git@...` and `noreply@...` addresses are not personal and are kept.
 
 Login names. They are replaced in /home/NAME and /Users/NAME wherever the path starts (a
 blank, a quote, "=", ":", a `file://` URL, `../`, or a one-letter flag such as
@@ -210,8 +224,9 @@ _Pass = tuple[
 # (password=, API_KEY=, client_secret:, --token x) and of credential flags (mysql -p...,
 # --token-value x); "private_key" is also a base64 PEM, PuTTY's Private-Lines and an age
 # key; "auth_header" is a non-Bearer Authorization credential; "national_id" is a US
-# social security number; "home_user" is a login name (a home path, an `ls -l` owner,
-# `id` or `whoami` output).
+# social security number, a UK National Insurance number, a German tax id, a Dutch BSN or
+# a Canadian SIN; "phone" is any country's phone number; "home_user" is a login name (a
+# home path, an `ls -l` owner, `id` or `whoami` output).
 KINDS: tuple[str, ...] = (
     "private_key",
     "jwt",
@@ -1402,6 +1417,145 @@ def _numbers_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     return _one(start, end, "phone")
 
 
+# --- Pass "national": national ids and national-format phone numbers of other countries -
+# UK National Insurance numbers (`AB 12 34 56 C`, `AB123456C`: a prefix HMRC allocates, a
+# suffix A-D), French phone numbers without +33 (`06 12 34 56 78`, `06.12.34.56.78`,
+# `06-12-34-56-78`), UK phone numbers without +44 (`07700 900461`, `07700 900 461`,
+# `020 7946 0958`), and, only next to a label that names them, numbers that are
+# otherwise ordinary: a German tax id (Steuer-IdNr., 11 digits, or `12 345 678 901`, with
+# its ISO 7064 MOD 11,10 check digit) after "Steuer-ID", "IdNr", "tax id", ...; a Dutch
+# BSN (9 digits or `1234.56.789`, 11-proof) after "BSN", "burgerservicenummer", "sofi";
+# a Canadian SIN (9 digits, `046 454 286`, `046-454-286`, Luhn) after "SIN", "social
+# insurance", "NAS"; a French (`0612345678`) or UK mobile (`07700900461`) number with no
+# separators after "tel", "phone", "portable", "mobile", "fax", ... The alternatives are
+# written once and serve as the regex (with digit boundaries) and as the prefilter's
+# expressions.
+_NATIONAL_SHAPES: dict[str, tuple[str, ...]] = {
+    "nino": (r"[A-Z]{2}(?:[0-9]{6}| [0-9]{2} [0-9]{2} [0-9]{2} )[A-D]",),
+    "fr": (r"0[1-9](?:(?: [0-9]{2}){4}|(?:\.[0-9]{2}){4}|(?:-[0-9]{2}){4})",),
+    "uk": (r"07[0-9]{3} [0-9]{3} ?[0-9]{3}", r"02[0-9] [0-9]{4} [0-9]{4}"),
+    "bare": (r"[0-9]{9}(?:[0-9]{1,2})?",),
+    "grouped": (
+        r"[0-9]{3}[ -][0-9]{3}[ -][0-9]{3}",
+        r"[0-9]{2} [0-9]{3} [0-9]{3} [0-9]{3}",
+        r"[0-9]{4}\.[0-9]{2}\.[0-9]{3}",
+    ),
+}
+_NATIONAL = re.compile(
+    "|".join(
+        rf"(?P<{name}>(?<![0-9A-Za-z])(?:{'|'.join(shapes)})(?![0-9]))"
+        for name, shapes in _NATIONAL_SHAPES.items()
+    )
+)
+# As `_DIGIT_SHAPES` for the numbers pass: every match of `_NATIONAL` holds one of these
+# (digits as "0", " " as "-") starting at most `_NATIONAL_OFFSET` characters after its own
+# start, and is at most `_NATIONAL_LEN` long.
+_NATIONAL_SHAPES_BYTES = re.compile(
+    rb"0000(?:00000|00[A-D]|0-000|(?<=000-0000)-0000|\.00\.000)|-00-00-00-|\.00\.00\.00\.|-000-000"
+)
+_NATIONAL_OFFSET = 4
+_NATIONAL_LEN = 16
+_NINO_FIRST = frozenset("ABCEGHJKLMNOPRSTWXYZ")
+_NINO_SECOND = frozenset("ABCEGHJKLMNPRSTWXYZ")
+_NINO_UNUSED = frozenset({"BG", "GB", "KN", "NK", "NT", "TN", "ZZ"})
+# The labels that a number with no shape of its own needs before it (or just after it).
+_ID_LABEL = re.compile(
+    r"(?P<de>steuer|idnr|identifikationsnummer|tax[ _.-]?id|\btin\b)"
+    r"|(?P<nl>\bbsn\b|burgerservice|\bsofi)"
+    r"|(?P<ca>\bsin\b(?!\s*\()|social[ _-]insurance|assurance sociale|\bnas\b)"
+    r"|(?P<phone>\bt[eé]l|phone|portable|mobile|\bmob\b|\bfax\b|\bgsm\b|\bcell|\bhandy|\bappel)"
+)
+_LABEL_BEFORE = 40
+_LABEL_AFTER = 20
+# A group of one to four digits (or two hex digits) next to a spaced number, with its
+# separator: it is part of a longer run of groups (a hex dump, a list), not a number.
+_GROUP_BEFORE = re.compile(r"(?:^|[^0-9A-Za-z])(?:[0-9]{1,4}|[0-9][A-Fa-f]|[A-Fa-f][0-9])\Z")
+_GROUP_AFTER = re.compile(r"(?:[0-9]{1,4}|[0-9][A-Fa-f]|[A-Fa-f][0-9])(?![0-9A-Za-z])")
+
+
+def _national_finditer(text: str, pos: int = 0) -> Iterator[re.Match[str]]:
+    """What `_NATIONAL.finditer(text, pos)` finds, scanning only next to its shapes."""
+    shapes = text.encode("ascii", "replace").translate(_DIGIT_SHAPES_TABLE)
+    i, shape_from = pos, max(0, pos - _NATIONAL_OFFSET)
+    while (shape := _NATIONAL_SHAPES_BYTES.search(shapes, shape_from)) is not None:
+        shape_from = shape.start() + 1
+        lo = max(i, shape.start() - _NATIONAL_OFFSET)
+        m = _NATIONAL.search(text, lo, shape.end() + _NATIONAL_LEN + 8)
+        if m is not None and m.start() < shape.end():
+            yield m
+            i = m.end()
+            shape_from = max(shape_from, i - _NATIONAL_OFFSET)
+
+
+def _national_search(text: str) -> re.Match[str] | None:
+    """`_NATIONAL.search(text)`, as `_national_finditer` scans."""
+    if len(text) < 9:
+        return None  # shorter than any of the shapes
+    encoded = text.encode("ascii") if text.isascii() else text.encode("utf-8", "surrogatepass")
+    if _NATIONAL_SHAPES_BYTES.search(encoded.translate(_DIGIT_SHAPES_TABLE)) is None:
+        return None
+    return next(_national_finditer(text), None)
+
+
+def _labels(text: str, start: int, end: int) -> set[str]:
+    """The kinds of label (`_ID_LABEL`) on the line of text[start:end], just before or after it."""
+    before = text[max(0, start - _LABEL_BEFORE) : start]
+    after = text[end : end + _LABEL_AFTER]
+    before = _LINE_BREAK.split(before)[-1]
+    after = _LINE_BREAK.split(after)[0]
+    return {m.lastgroup for m in _ID_LABEL.finditer(f"{before} {after}".lower()) if m.lastgroup}
+
+
+def _mod11_10(digits: str) -> bool:
+    """ISO 7064 MOD 11,10: the check digit of a German tax id."""
+    product = 10
+    for c in digits[:-1]:
+        total = (int(c) + product) % 10 or 10
+        product = total * 2 % 11
+    return (11 - product) % 10 == int(digits[-1])
+
+
+def _eleven_proof(digits: str) -> bool:
+    """The Dutch BSN's 11-proof: 9d1 + 8d2 + ... + 2d8 - d9 is a multiple of 11."""
+    total = sum(int(c) * w for c, w in zip(digits, (9, 8, 7, 6, 5, 4, 3, 2, -1), strict=True))
+    return total % 11 == 0 and digits != "000000000"
+
+
+def _national_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    start, end = m.span()
+    name, value = m.lastgroup, m.group()
+    if not _number_starts(text, start):
+        return _NONE  # v1.06.12.34.56.78, id-123456789
+    if end < len(text) and (text[end] in _WORD or (text[end] in ".," and text[end + 1 : end + 2].isdigit())):
+        return _NONE  # 123456789.5, 06 12 34 56 78x: part of something else
+    sep = next((c for c in value if c in " .-"), "")
+    if sep and (
+        (text[end : end + 1] == sep and _GROUP_AFTER.match(text, end + 1))
+        or (text[start - 1 : start] == sep and _GROUP_BEFORE.search(text[max(0, start - 6) : start - 1]))
+    ):
+        return _NONE  # 0a 06 12 34 56 78 9a: one more group of a longer run (a hex dump, a list)
+    if name == "nino":
+        if value[0] not in _NINO_FIRST or value[1] not in _NINO_SECOND or value[:2] in _NINO_UNUSED:
+            return _NONE  # QQ 12 34 56 C (HMRC's specimen), a prefix never allocated
+        return _one(start, end, "national_id")
+    if name in ("fr", "uk"):
+        return _one(start, end, "phone")
+    digits = "".join(c for c in value if c.isdigit())
+    labels = _labels(text, start, end)
+    if not labels:
+        return _NONE
+    if len(digits) == 11 and "de" in labels and digits[0] != "0" and _mod11_10(digits):
+        return _one(start, end, "national_id")
+    if len(digits) == 9 and "nl" in labels and _eleven_proof(digits):
+        return _one(start, end, "national_id")
+    if len(digits) == 9 and "ca" in labels and digits[0] not in "08" and _luhn(digits):
+        return _one(start, end, "national_id")
+    mobile = len(digits) == 10 or (len(digits) == 11 and digits.startswith("07"))
+    if name == "bare" and "phone" in labels and digits[0] == "0" and digits[1] != "0" and mobile:
+        return _one(start, end, "phone")  # 0612345678, 07700900461
+    return _NONE
+
+
 # --- Session cookies: `Cookie:` and `Set-Cookie:` headers, `curl -b` -----------------
 _COOKIE_PAIR = re.compile(r"[ \t]*(?P<name>[^=;\s\"'\\]+)=(?P<value>[^;\s\"'\\]*)")
 
@@ -1740,6 +1894,7 @@ _PASSES: tuple[tuple[re.Pattern[str], Resolver], ...] = (
     (_COLON, _colon_span),
     (_PLUS, _plus_span),
     (_NUMBERS, _numbers_span),
+    (_NATIONAL, _national_span),
     (_EMAIL, _email_span),
     (_HOME, _home_span),
     (_TILDE, _tilde_span),
@@ -1785,6 +1940,8 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
       password); and `:`, backslashes, `Users` and a backslash.
     - `+`: "+", a digit 1-9 and seven characters of its lookahead's digits and separators.
     - `digits`: the regex's own alternatives, whose classes are all ASCII.
+    - `national`: the regex's own alternatives (`_NATIONAL_SHAPES`, ASCII classes), without
+      the digit boundaries the regex puts around them.
     - `@`: a domain's first character, the rest of its labels as one class, the last
       dot and two letters of the top-level domain.
     - `/`: `/home/` or `/Users/`; the name after it is unicode `\\w`, so left out.
@@ -1839,6 +1996,7 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
             r"[0-9]{3}-[0-9]{3}-[0-9]{4}",
             r"\([0-9]{3}\) ?[0-9]{3}-[0-9]{4}",
         ),
+        _NATIONAL: tuple(shape for shapes in _NATIONAL_SHAPES.values() for shape in shapes),
         _EMAIL: (r"@[A-Za-z0-9][A-Za-z0-9.-]*\.[A-Za-z]{2}",),
         _HOME: (r"/(?:home|Users)/",),
         _TILDE: (r"~[a-z_][a-z0-9_.-]+/",),
@@ -1897,6 +2055,8 @@ def _scanners(
     and numbers only where the digits have one of their shapes."""
     if pattern is _NUMBERS:
         return _numbers_search, _numbers_finditer
+    if pattern is _NATIONAL:
+        return _national_search, _national_finditer
     if pattern is not _LS_FIRST_LINE:
         return pattern.search, pattern.finditer
 
