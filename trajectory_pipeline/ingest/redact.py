@@ -1366,10 +1366,27 @@ _SHAPE_OFFSET = 10
 _NUMBER_LEN = 22
 
 
+_last_shapes: tuple[str, bytes] = ("", b"")
+
+
+def _digit_shapes(text: str) -> bytes:
+    """text with every digit as "0" and " " as "-", one byte per character ("?" for any other
+    than ASCII, so that offsets agree). The numbers and national passes both read it, and a
+    pass's scan restarts after a candidate it rejects, so the last text's is kept."""
+    global _last_shapes
+    last = _last_shapes
+    if last[0] is text:
+        return last[1]
+    shapes = (text.encode("ascii") if text.isascii() else text.encode("ascii", "replace")).translate(
+        _DIGIT_SHAPES_TABLE
+    )
+    _last_shapes = (text, shapes)
+    return shapes
+
+
 def _numbers_finditer(text: str, pos: int = 0) -> Iterator[re.Match[str]]:
     """What `_NUMBERS.finditer(text, pos)` finds, scanning only next to the digit shapes."""
-    # One byte per character ("?" for any other than ASCII), so that offsets agree.
-    shapes = text.encode("ascii", "replace").translate(_DIGIT_SHAPES_TABLE)
+    shapes = _digit_shapes(text)
     i, shape_from = pos, max(0, pos - _SHAPE_OFFSET)
     while (shape := _DIGIT_SHAPES.search(shapes, shape_from)) is not None:
         shape_from = shape.start() + 1
@@ -1387,8 +1404,7 @@ def _numbers_search(text: str) -> re.Match[str] | None:
     texts have no shape at all)."""
     if len(text) < 11:
         return None  # shorter than any of the shapes (an SSN has 11 characters)
-    encoded = text.encode("ascii") if text.isascii() else text.encode("utf-8", "surrogatepass")
-    if _DIGIT_SHAPES.search(encoded.translate(_DIGIT_SHAPES_TABLE)) is None:
+    if _DIGIT_SHAPES.search(_digit_shapes(text)) is None:
         return None
     return next(_numbers_finditer(text), None)
 
@@ -1450,8 +1466,9 @@ _NATIONAL = re.compile(
 # As `_DIGIT_SHAPES` for the numbers pass: every match of `_NATIONAL` holds one of these
 # (digits as "0", " " as "-") starting at most `_NATIONAL_OFFSET` characters after its own
 # start, and is at most `_NATIONAL_LEN` long.
+# All start on "00", so that `re` looks for that literal rather than trying every "-".
 _NATIONAL_SHAPES_BYTES = re.compile(
-    rb"0000(?:00000|00[A-D]|0-000|(?<=000-0000)-0000|\.00\.000)|-00-00-00-|\.00\.00\.00\.|-000-000"
+    rb"00(?:00(?:00000|00[A-D]|0-000|(?<=000-0000)-0000|\.00\.000)|-00-00-|\.00\.00\.|0-000-000)"
 )
 _NATIONAL_OFFSET = 4
 _NATIONAL_LEN = 16
@@ -1475,7 +1492,7 @@ _GROUP_AFTER = re.compile(r"(?:[0-9]{1,4}|[0-9][A-Fa-f]|[A-Fa-f][0-9])(?![0-9A-Z
 
 def _national_finditer(text: str, pos: int = 0) -> Iterator[re.Match[str]]:
     """What `_NATIONAL.finditer(text, pos)` finds, scanning only next to its shapes."""
-    shapes = text.encode("ascii", "replace").translate(_DIGIT_SHAPES_TABLE)
+    shapes = _digit_shapes(text)
     i, shape_from = pos, max(0, pos - _NATIONAL_OFFSET)
     while (shape := _NATIONAL_SHAPES_BYTES.search(shapes, shape_from)) is not None:
         shape_from = shape.start() + 1
@@ -1491,8 +1508,7 @@ def _national_search(text: str) -> re.Match[str] | None:
     """`_NATIONAL.search(text)`, as `_national_finditer` scans."""
     if len(text) < 9:
         return None  # shorter than any of the shapes
-    encoded = text.encode("ascii") if text.isascii() else text.encode("utf-8", "surrogatepass")
-    if _NATIONAL_SHAPES_BYTES.search(encoded.translate(_DIGIT_SHAPES_TABLE)) is None:
+    if _NATIONAL_SHAPES_BYTES.search(_digit_shapes(text)) is None:
         return None
     return next(_national_finditer(text), None)
 
@@ -1941,7 +1957,12 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
     - `+`: "+", a digit 1-9 and seven characters of its lookahead's digits and separators.
     - `digits`: the regex's own alternatives, whose classes are all ASCII.
     - `national`: the regex's own alternatives (`_NATIONAL_SHAPES`, ASCII classes), without
-      the digit boundaries the regex puts around them.
+      the digit boundaries the regex puts around them; for a National Insurance number
+      only its digits and suffix, with or without spaces (a leading pair of letter
+      classes makes hyperscan's scan of every text a third slower). The numbers that need a
+      label keep the regex's boundaries, as the start or end of the text or a byte that
+      is not an ASCII letter or digit (every byte of a non-ASCII character is one): a
+      longer run of digits (a nanosecond epoch, a hash) is not flagged.
     - `@`: a domain's first character, the rest of its labels as one class, the last
       dot and two letters of the top-level domain.
     - `/`: `/home/` or `/Users/`; the name after it is unicode `\\w`, so left out.
@@ -1996,7 +2017,15 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
             r"[0-9]{3}-[0-9]{3}-[0-9]{4}",
             r"\([0-9]{3}\) ?[0-9]{3}-[0-9]{4}",
         ),
-        _NATIONAL: tuple(shape for shapes in _NATIONAL_SHAPES.values() for shape in shapes),
+        _NATIONAL: (
+            r"[0-9]{2} ?[0-9]{2} ?[0-9]{2} ?[A-D]",
+            *_NATIONAL_SHAPES["fr"],
+            *_NATIONAL_SHAPES["uk"],
+            *(
+                rf"(?:^|[^0-9A-Za-z])(?:{shape})(?:[^0-9]|$)"
+                for shape in (*_NATIONAL_SHAPES["bare"], *_NATIONAL_SHAPES["grouped"])
+            ),
+        ),
         _EMAIL: (r"@[A-Za-z0-9][A-Za-z0-9.-]*\.[A-Za-z]{2}",),
         _HOME: (r"/(?:home|Users)/",),
         _TILDE: (r"~[a-z_][a-z0-9_.-]+/",),
