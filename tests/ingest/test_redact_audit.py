@@ -402,11 +402,13 @@ NATIONAL_PIECES += ["123456", "86095742719", "1234", "56", "782", "x", "é", "0"
         max_size=30,
     ).map("".join)
 )
-def test_the_national_shape_scan_finds_what_the_regex_finds(text: str) -> None:
-    # As the numbers pass, the national pass scans only next to its shapes.
+def test_the_national_shape_scans_find_what_the_regexes_find(text: str) -> None:
+    # As the numbers pass, the national and labelled passes scan only next to their shapes.
     for pos in (0, 1, 5):
         expected = [m.span() for m in redact._NATIONAL.finditer(text, pos)]
         assert [m.span() for m in redact._national_finditer(text, pos)] == expected
+        expected = [m.span() for m in redact._LABELLED_NUMBER.finditer(text, pos)]
+        assert [m.span() for m in redact._labelled_finditer(text, pos)] == expected
 
 
 def test_a_card_number_that_is_a_json_number_becomes_a_json_string() -> None:
