@@ -15,11 +15,12 @@ What is redacted by default (`KINDS`): cloud and vendor tokens of known shapes, 
 keys (PEM blocks, a PEM in base64, PuTTY's Private-Lines, age secret keys), JWTs, bearer
 and other Authorization credentials, URL passwords, values of secret-named keys, Azure
 SAS signatures, Docker config.json credentials, GCP private key ids, credential flags of
-the commands that take them, session cookies, e-mail addresses, phone numbers (international,
-North American, and French and UK national formats), national id numbers (US social
-security numbers, UK National Insurance numbers, and, next to their label, German tax
-ids, Dutch BSNs and Canadian SINs), payment card numbers and login names. E-mail addresses and login names
-can be switched off (`Redactor(emails=False, home_paths=False)`); the rest cannot.
+the commands that take them, session cookies, e-mail addresses, phone numbers
+(international, North American, and French and UK national formats), national id numbers
+(US social security numbers, UK National Insurance numbers, and, next to their label,
+German tax ids, Dutch BSNs and Canadian SINs), payment card numbers and login names.
+E-mail addresses and login names can be switched off (`Redactor(emails=False,
+home_paths=False)`); the rest cannot.
 
 Where the patterns come from, and why they are written here. Token formats follow
 gitleaks' default rules (`config/gitleaks.toml`: aws-access-token, github-pat/oauth/app/
@@ -63,8 +64,8 @@ digit shapes, starting on "0000", and runs its regex only next to them; so do th
 of other countries' national formats, with shapes of their own, one scan telling whether
 either can match. Numbers that need a label (a German tax id, a BSN, a SIN) form a pass
 whose regex is the labels', which hyperscan finds quickly where nine digits in a row are
-everywhere (epoch times, ids); it then judges the numbers next to the text's digit shapes. A text with no
-candidate costs one fast C-level scan per pass: roughly 55 MB/s on event-sized texts
+everywhere (epoch times, ids); it then judges the numbers next to the text's digit
+shapes. A text with no candidate costs one fast C-level scan per pass: roughly 55 MB/s on event-sized texts
 (bench/bench_redact.py). Where hyperscan is installed (x86_64 Linux), one hyperscan scan
 of the text first says which passes can match at all and only those run
 (trajectory_pipeline/ingest/redact_prefilter.py, same output): a text with no candidate
@@ -180,8 +181,8 @@ and Luhn-valid; the test numbers that card processors publish for everyone to us
 4242 4242 4242, 4111..., 5555...4444, ...) are kept. None of these is glued to a word, a
 longer number, a version or a decimal. National formats of other countries: a UK
 National Insurance number (`AB 12 34 56 C`, `AB123456C`; a prefix HMRC allocates, so its
-specimen `QQ 12 34 56 C` is kept, and a suffix A to D), a French number without +33 (`06 12
-34 56 78`, `06.12.34.56.78`, `06-12-34-56-78`), a UK one without +44 (`07700 900461`,
+specimen `QQ 12 34 56 C` is kept, and a suffix A to D), a French number without +33
+(`06 12 34 56 78`, `06.12.34.56.78`, `06-12-34-56-78`), a UK one without +44 (`07700 900461`,
 `07700 900 461`, `020 7946 0958`); and, only with a label on the same line within 40
 characters before it or 20 after it, a German tax id (11 digits or `12 345 678 901`, not
 starting with 0, ISO 7064 MOD 11,10 check digit; "Steuer-ID", "IdNr", "tax id", "TIN"), a
@@ -1374,8 +1375,8 @@ _last_shapes: tuple[str, bytes] = ("", b"")
 
 def _digit_shapes(text: str) -> bytes:
     """text with every digit as "0" and " " as "-", one byte per character ("?" for any other
-    than ASCII, so that offsets agree). The numbers and national passes both read it, and a
-    pass's scan restarts after a candidate it rejects, so the last text's is kept."""
+    than ASCII, so that offsets agree). The numbers, national and labelled passes all read
+    it, and a pass's scan restarts after a candidate it rejects, so the last text's is kept."""
     global _last_shapes
     last = _last_shapes
     if last[0] is text:
