@@ -295,10 +295,58 @@ def test_only_luhn_valid_card_numbers_of_an_issuer_go() -> None:
             "invalid 666-12-3456 and 912-34-5678 and 219-00-1234",
             "invalid 666-12-3456 and 912-34-5678 and 219-00-1234",
         ),
+        # National formats of other countries: shapes of their own, or a label and a checksum.
+        ("NI number: AB 12 34 " + "56 C", "NI number: [REDACTED:national_id]"),
+        ('{"nino": "JG1038' + '27D"}', '{"nino": "[REDACTED:national_id]"}'),
+        ("Steuer-ID: 860957" + "42719", "Steuer-ID: [REDACTED:national_id]"),
+        (
+            "Steuerliche IdNr. 39 141 " + "777 639 (Lohnzettel)",
+            "Steuerliche IdNr. [REDACTED:national_id] (Lohnzettel)",
+        ),
+        ("tax id 270669" + "07434,", "tax id [REDACTED:national_id],"),
+        ("portable : 06 12 34 " + "56 78", "portable : [REDACTED:phone]"),
+        ("rappeler le 01.42.68." + "53.00 svp", "rappeler le [REDACTED:phone] svp"),
+        ("fax 04-91-55-" + "12-34", "fax [REDACTED:phone]"),
+        ('{"tel": "06123' + '45678"}', '{"tel": "[REDACTED:phone]"}'),
+        ("text me on 07700 900" + "461 after 6", "text me on [REDACTED:phone] after 6"),
+        ("mobile 07700 900 " + "461", "mobile [REDACTED:phone]"),
+        ("office: 020 7946 " + "0958.", "office: [REDACTED:phone]."),
+        ("Mobile: 077009" + "00461", "Mobile: [REDACTED:phone]"),
+        ("BSN: 58683" + "4497", "BSN: [REDACTED:national_id]"),
+        ("burgerservicenummer 1234.56." + "782", "burgerservicenummer [REDACTED:national_id]"),
+        ("SIN 119 084 " + "218", "SIN [REDACTED:national_id]"),
+        ("social insurance number: 273-406-" + "264", "social insurance number: [REDACTED:national_id]"),
     ],
 )
 def test_phone_numbers_and_national_ids(text: str, expected: str) -> None:
     assert redacted(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "QQ 12 34 56 C is HMRC's specimen number",  # Q never starts a prefix
+        "GB123456A and ZZ 12 34 56 D and AD123456E",  # prefixes never allocated, suffix past D
+        "ref XAB123456C and AB123456CX and ab123456c",  # glued to a word, lowercase
+        "Steuer-ID: 86095742718",  # its check digit is wrong
+        "order 86095742719 shipped",  # a valid check digit, but no label
+        "Steuer-ID: 06095742716 and IdNr. 8609574271",  # a leading 0, ten digits
+        "tel 0012345678 and phone 1612345678",  # no French number starts 00 or 1
+        "id 0612345678 in the log",  # ten digits with no phone label
+        "00000010  0a 06 12 34 56 78 9a bc  de f0 00 11 22 33 44 55",  # a hex dump
+        "week 01 02 03 04 05 06 and 07 08",  # a run of groups
+        "v1.06.12.34.56.78 and 1.06.12.34.56.78.9",  # a version
+        "at 2026-11-22 06:12:34.567891 took 00:00:12.345",  # a timestamp and a duration
+        "BSN 123456789 and sofi 111222334",  # not 11-proof
+        "SIN 046 454 287",  # not Luhn-valid
+        "y = sin(119084218)",  # the sine of a number
+        "BSN: 586834497".replace("BSN", "PIN"),  # an 11-proof number under another label
+        "020 7946 09581 and 07700 9004612",  # a digit too many
+        "epoch 1764583200, pid 123456789, build 12 345 678 901",
+    ],
+)
+def test_national_formats_are_left_alone_where_they_are_something_else(text: str) -> None:
+    assert Redactor().redact(text) == (text, {})
 
 
 @settings(max_examples=300, deadline=None)
@@ -341,6 +389,26 @@ def test_the_digit_shape_scan_finds_what_the_regex_finds(text: str) -> None:
     for pos in (0, 1, 5):
         expected = [m.span() for m in redact._NUMBERS.finditer(text, pos)]
         assert [m.span() for m in redact._numbers_finditer(text, pos)] == expected
+
+
+NATIONAL_PIECES = ["06", "12", "34", "0612345678", "07700", "900461", "020", "7946", "AB", "QQ", "C"]
+NATIONAL_PIECES += ["123456", "86095742719", "1234", "56", "782", "x", "é", "0", "9", " ", ".", "-", "\n"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(NATIONAL_PIECES),
+        max_size=30,
+    ).map("".join)
+)
+def test_the_national_shape_scans_find_what_the_regexes_find(text: str) -> None:
+    # As the numbers pass, the national and labelled passes scan only next to their shapes.
+    for pos in (0, 1, 5):
+        expected = [m.span() for m in redact._NATIONAL.finditer(text, pos)]
+        assert [m.span() for m in redact._national_finditer(text, pos)] == expected
+        expected = [m.span() for m in redact._LABELLED_NUMBER.finditer(text, pos)]
+        assert [m.span() for m in redact._labelled_finditer(text, pos)] == expected
 
 
 def test_a_card_number_that_is_a_json_number_becomes_a_json_string() -> None:

@@ -160,6 +160,29 @@ def _variants() -> dict[str, tuple[str, Callable[[random.Random], tuple[str, str
         value = f"{area}-{rng.randrange(10, 100)}-{rng.randrange(1000, 10000)}"
         return f"ssn: {value}", value, (value,)
 
+    def nino(rng: random.Random) -> tuple[str, str, tuple[str, ...]]:
+        prefix = rng.choice(["AB", "JG", "NY", "SC", "WP", "YZ"])
+        pairs = " ".join(f"{rng.randrange(100):02d}" for _ in range(3))
+        value = f"{prefix} {pairs} {rng.choice('ABCD')}"
+        return f"NI number: {value}", value, (value,)
+
+    def steuer_id(rng: random.Random) -> tuple[str, str, tuple[str, ...]]:
+        body = str(rng.randrange(10**9, 10**10))
+        product = 10  # ISO 7064 MOD 11,10
+        for d in map(int, body):
+            product = ((d + product) % 10 or 10) * 2 % 11
+        value = body + str((11 - product) % 10)
+        return f"Steuer-ID: {value} (Lohnsteuer)", value, (value,)
+
+    def fr_phone(rng: random.Random) -> tuple[str, str, tuple[str, ...]]:
+        separator = rng.choice(" .")
+        value = rng.choice(["06", "07"]) + "".join(f"{separator}{rng.randrange(100):02d}" for _ in range(4))
+        return f"portable : {value}", value, (value,)
+
+    def uk_phone(rng: random.Random) -> tuple[str, str, tuple[str, ...]]:
+        value = f"07{rng.randrange(100, 1000)} {rng.randrange(100_000, 1_000_000)}"
+        return f"mobile: {value} after six", value, (value,)
+
     def card(rng: random.Random) -> tuple[str, str, tuple[str, ...]]:
         body = "4" + "".join(rng.choice(string.digits) for _ in range(14))
         total = sum(
@@ -287,6 +310,11 @@ def _variants() -> dict[str, tuple[str, Callable[[random.Random], tuple[str, str
         "cookie": ("session_cookie", cookie),
         "phone": ("phone", phone),
         "ssn": ("national_id", ssn),
+        # National formats without a country code, and a German tax id next to its label.
+        "nino": ("national_id", nino),
+        "steuer_id": ("national_id", steuer_id),
+        "fr_phone": ("phone", fr_phone),
+        "uk_phone": ("phone", uk_phone),
         "card": ("payment_card", card),
         "age": ("private_key", age),
         "pem_base64": ("private_key", pem_base64),
@@ -503,8 +531,13 @@ PATTERNS: dict[str, re.Pattern[str]] = {
     "docker_auth": re.compile(r"auth\\*\"\s*:\s*\\*\"(?!\[REDACTED)[A-Za-z0-9+/=]{16,}"),
     "gcp_key_id": re.compile(r"private_key_id\\*\"\s*:\s*\\*\"(?!\[REDACTED)[0-9a-f]{40}"),
     "session_cookie": re.compile(r"sessionid=(?!\[REDACTED)[A-Za-z0-9]{24}"),
-    "phone": re.compile(r"\+49 30 [0-9]{8}\b"),
-    "national_id": re.compile(r"ssn: [0-9]{3}-[0-9]{2}-[0-9]{4}"),
+    "phone": re.compile(
+        r"\+49 30 [0-9]{8}\b|portable : 0[67](?:[ .][0-9]{2}){4}\b|mobile: 07[0-9]{3} [0-9]{6}\b"
+    ),
+    "national_id": re.compile(
+        r"ssn: [0-9]{3}-[0-9]{2}-[0-9]{4}|NI number: [A-Z]{2} [0-9]{2} [0-9]{2} [0-9]{2} [A-D]\b"
+        r"|Steuer-ID: [0-9]{11}\b"
+    ),
     "payment_card": re.compile(r"\bcard 4[0-9]{15}\b"),
 }
 
@@ -530,6 +563,7 @@ class Run:
     corpus: str  # every corpus file, for the check that each canary went in
     outputs: dict[str, str]  # path -> text
     report: Path
+    model: Path  # the tiny model, its tokenizer trained on the rendered records
 
 
 @pytest.fixture(scope="module")
@@ -556,7 +590,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     corpus = "\n".join(
         p.read_bytes().decode("utf-8", errors="replace") for p in (root / "corpus").rglob("*.jsonl")
     )
-    return Run(canaries, planted, corpus, _texts(root), report)
+    return Run(canaries, planted, corpus, _texts(root), report, root / "model")
 
 
 # Fields each format must have received canaries in: user text, tool inputs, tool results and
@@ -605,6 +639,9 @@ def test_the_outputs_cover_every_stage(run: Run) -> None:
     ):
         assert stage in names, stage
     assert run.report.name == "report.md" and str(run.report) in run.outputs
+    # The tokenizer is learned from the rendered records: its vocabulary must be scanned too.
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        assert str(run.model / name) in run.outputs, name
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -15,9 +15,12 @@ What is redacted by default (`KINDS`): cloud and vendor tokens of known shapes, 
 keys (PEM blocks, a PEM in base64, PuTTY's Private-Lines, age secret keys), JWTs, bearer
 and other Authorization credentials, URL passwords, values of secret-named keys, Azure
 SAS signatures, Docker config.json credentials, GCP private key ids, credential flags of
-the commands that take them, session cookies, e-mail addresses, phone numbers, US social
-security numbers, payment card numbers and login names. E-mail addresses and login names
-can be switched off (`Redactor(emails=False, home_paths=False)`); the rest cannot.
+the commands that take them, session cookies, e-mail addresses, phone numbers
+(international, North American, and French and UK national formats), national id numbers
+(US social security numbers, UK National Insurance numbers, and, next to their label,
+German tax ids, Dutch BSNs and Canadian SINs), payment card numbers and login names.
+E-mail addresses and login names can be switched off (`Redactor(emails=False,
+home_paths=False)`); the rest cannot.
 
 Where the patterns come from, and why they are written here. Token formats follow
 gitleaks' default rules (`config/gitleaks.toml`: aws-access-token, github-pat/oauth/app/
@@ -57,8 +60,12 @@ a Luhn check) runs in Python only on the rare matches. A pass whose anchor is a 
 character ("@", "~", "+", "J", ...) is skipped with one `in` (memchr) on texts that lack
 it. Card numbers, SSNs and North American phone numbers have no literal at all: their
 pass looks at a copy of the text with every digit as "0" (`bytes.translate`) for the
-digit shapes, starting on "0000", and runs its regex only next to them. A text with no
-candidate costs one fast C-level scan per pass: roughly 55 MB/s on event-sized texts
+digit shapes, starting on "0000", and runs its regex only next to them; so do the passes
+of other countries' national formats, with shapes of their own, one scan telling whether
+either can match. Numbers that need a label (a German tax id, a BSN, a SIN) form a pass
+whose regex is the labels', which hyperscan finds quickly where nine digits in a row are
+everywhere (epoch times, ids); it then judges the numbers next to the text's digit
+shapes. A text with no candidate costs one fast C-level scan per pass: roughly 55 MB/s on event-sized texts
 (bench/bench_redact.py). Where hyperscan is installed (x86_64 Linux), one hyperscan scan
 of the text first says which passes can match at all and only those run
 (trajectory_pipeline/ingest/redact_prefilter.py, same output): a text with no candidate
@@ -172,8 +179,19 @@ is 13 to 19 digits, or 4-4-4-4(-3) and 4-6-4(5) groups with one space or "-" bet
 an issuer's range (4, 51-55, 2221-2720, 34, 37, 30, 36, 38, 35, 6011, 644-649, 65, 62)
 and Luhn-valid; the test numbers that card processors publish for everyone to use (4242
 4242 4242 4242, 4111..., 5555...4444, ...) are kept. None of these is glued to a word, a
-longer number, a version or a decimal. `git@...` and `noreply@...` addresses are not
-personal and are kept.
+longer number, a version or a decimal. National formats of other countries: a UK
+National Insurance number (`AB 12 34 56 C`, `AB123456C`; a prefix HMRC allocates, so its
+specimen `QQ 12 34 56 C` is kept, and a suffix A to D), a French number without +33
+(`06 12 34 56 78`, `06.12.34.56.78`, `06-12-34-56-78`), a UK one without +44 (`07700 900461`,
+`07700 900 461`, `020 7946 0958`); and, only with a label on the same line within 40
+characters before it or 20 after it, a German tax id (11 digits or `12 345 678 901`, not
+starting with 0, ISO 7064 MOD 11,10 check digit; "Steuer-ID", "IdNr", "tax id", "TIN"), a
+Dutch BSN (9 digits or `1234.56.789`, 11-proof; "BSN", "burgerservicenummer", "sofi"), a
+Canadian SIN (9 digits, `123 456 789`, `123-456-789`, Luhn, not starting with 0 or 8;
+"SIN", "social insurance", "NAS") and a French or UK mobile number written without
+separators (`0612345678`, `07700900461`; "tel", "phone", "portable", "mobile", "fax",
+...). A spaced or dotted one is not one of a longer run of groups (a hex dump, `01 02 03
+04 05 06`). `git@...` and `noreply@...` addresses are not personal and are kept.
 
 Login names. They are replaced in /home/NAME and /Users/NAME wherever the path starts (a
 blank, a quote, "=", ":", a `file://` URL, `../`, or a one-letter flag such as
@@ -210,8 +228,9 @@ _Pass = tuple[
 # (password=, API_KEY=, client_secret:, --token x) and of credential flags (mysql -p...,
 # --token-value x); "private_key" is also a base64 PEM, PuTTY's Private-Lines and an age
 # key; "auth_header" is a non-Bearer Authorization credential; "national_id" is a US
-# social security number; "home_user" is a login name (a home path, an `ls -l` owner,
-# `id` or `whoami` output).
+# social security number, a UK National Insurance number, a German tax id, a Dutch BSN or
+# a Canadian SIN; "phone" is any country's phone number; "home_user" is a login name (a
+# home path, an `ls -l` owner, `id` or `whoami` output).
 KINDS: tuple[str, ...] = (
     "private_key",
     "jwt",
@@ -1351,10 +1370,27 @@ _SHAPE_OFFSET = 10
 _NUMBER_LEN = 22
 
 
+_last_shapes: tuple[str, bytes] = ("", b"")
+
+
+def _digit_shapes(text: str) -> bytes:
+    """text with every digit as "0" and " " as "-", one byte per character ("?" for any other
+    than ASCII, so that offsets agree). The numbers, national and labelled passes all read
+    it, and a pass's scan restarts after a candidate it rejects, so the last text's is kept."""
+    global _last_shapes
+    last = _last_shapes
+    if last[0] is text:
+        return last[1]
+    shapes = (text.encode("ascii") if text.isascii() else text.encode("ascii", "replace")).translate(
+        _DIGIT_SHAPES_TABLE
+    )
+    _last_shapes = (text, shapes)
+    return shapes
+
+
 def _numbers_finditer(text: str, pos: int = 0) -> Iterator[re.Match[str]]:
     """What `_NUMBERS.finditer(text, pos)` finds, scanning only next to the digit shapes."""
-    # One byte per character ("?" for any other than ASCII), so that offsets agree.
-    shapes = text.encode("ascii", "replace").translate(_DIGIT_SHAPES_TABLE)
+    shapes = _digit_shapes(text)
     i, shape_from = pos, max(0, pos - _SHAPE_OFFSET)
     while (shape := _DIGIT_SHAPES.search(shapes, shape_from)) is not None:
         shape_from = shape.start() + 1
@@ -1372,8 +1408,7 @@ def _numbers_search(text: str) -> re.Match[str] | None:
     texts have no shape at all)."""
     if len(text) < 11:
         return None  # shorter than any of the shapes (an SSN has 11 characters)
-    encoded = text.encode("ascii") if text.isascii() else text.encode("utf-8", "surrogatepass")
-    if _DIGIT_SHAPES.search(encoded.translate(_DIGIT_SHAPES_TABLE)) is None:
+    if _DIGIT_SHAPES.search(_digit_shapes(text)) is None:
         return None
     return next(_numbers_finditer(text), None)
 
@@ -1400,6 +1435,208 @@ def _numbers_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     if digits[0] in "01" or digits[3] in "01":
         return _NONE  # 123-456-7890: area and exchange start with 2 to 9
     return _one(start, end, "phone")
+
+
+# --- Passes "national" and "labelled": other countries' national ids and phone numbers ---
+# Pass "national", numbers with shapes of their own: UK National Insurance numbers (`AB 12
+# 34 56 C`, `AB123456C`: a prefix HMRC allocates, a suffix A-D), French phone numbers
+# without +33 (`06 12 34 56 78`, `06.12.34.56.78`, `06-12-34-56-78`), UK phone numbers
+# without +44 (`07700 900461`, `07700 900 461`, `020 7946 0958`). The alternatives are
+# written once and serve as the regex (with digit boundaries) and as the prefilter's
+# expressions.
+_NATIONAL_SHAPES: dict[str, tuple[str, ...]] = {
+    "nino": (r"[A-Z]{2}(?:[0-9]{6}| [0-9]{2} [0-9]{2} [0-9]{2} )[A-D]",),
+    "fr": (r"0[1-9](?:(?: [0-9]{2}){4}|(?:\.[0-9]{2}){4}|(?:-[0-9]{2}){4})",),
+    "uk": (r"07[0-9]{3} [0-9]{3} ?[0-9]{3}", r"02[0-9] [0-9]{4} [0-9]{4}"),
+}
+_NATIONAL = re.compile(
+    "|".join(
+        rf"(?P<{name}>(?<![0-9A-Za-z])(?:{'|'.join(shapes)})(?![0-9]))"
+        for name, shapes in _NATIONAL_SHAPES.items()
+    )
+)
+# As `_DIGIT_SHAPES` for the numbers pass: every match of `_NATIONAL` holds one of these
+# (digits as "0", " " as "-") starting at most `_NATIONAL_OFFSET` characters after its own
+# start, and is at most `_NATIONAL_LEN` long. All start on "00", so that `re` looks for
+# that literal rather than trying every "-".
+_NATIONAL_SHAPES_BYTES = re.compile(rb"00(?:00(?:00[A-D]|0-000|(?<=000-0000)-0000)|-00-00-|\.00\.00\.)")
+_NATIONAL_OFFSET = 4
+_NATIONAL_LEN = 16
+_NINO_FIRST = frozenset("ABCEGHJKLMNOPRSTWXYZ")
+_NINO_SECOND = frozenset("ABCEGHJKLMNPRSTWXYZ")
+_NINO_UNUSED = frozenset({"BG", "GB", "KN", "NK", "NT", "TN", "ZZ"})
+# A group of one to four digits (or two hex digits) next to a spaced number, with its
+# separator: it is part of a longer run of groups (a hex dump, a list), not a number.
+_GROUP_BEFORE = re.compile(r"(?:^|[^0-9A-Za-z])(?:[0-9]{1,4}|[0-9][A-Fa-f]|[A-Fa-f][0-9])\Z")
+_GROUP_AFTER = re.compile(r"(?:[0-9]{1,4}|[0-9][A-Fa-f]|[A-Fa-f][0-9])(?![0-9A-Za-z])")
+
+
+def _near_shapes(
+    pattern: re.Pattern[str], shapes_re: re.Pattern[bytes], offset: int, length: int, text: str, pos: int
+) -> Iterator[re.Match[str]]:
+    """What `pattern.finditer(text, pos)` finds, where every match of `pattern` holds a match
+    of `shapes_re` in the text's digit shapes (`_digit_shapes`) that starts at most `offset`
+    characters after its own start, and is at most `length` long: the pattern runs only
+    next to the shapes."""
+    shapes = _digit_shapes(text)
+    i, shape_from = pos, max(0, pos - offset)
+    while (shape := shapes_re.search(shapes, shape_from)) is not None:
+        shape_from = shape.start() + 1
+        # The leftmost match at or after i: none can start before `lo`, where no shape is.
+        lo = max(i, shape.start() - offset)
+        m = pattern.search(text, lo, shape.end() + length + 8)
+        if m is not None and m.start() < shape.end():  # else a later shape finds it
+            yield m
+            i = m.end()
+            shape_from = max(shape_from, i - offset)
+
+
+def _national_finditer(text: str, pos: int = 0) -> Iterator[re.Match[str]]:
+    """What `_NATIONAL.finditer(text, pos)` finds, scanning only next to its shapes."""
+    return _near_shapes(_NATIONAL, _NATIONAL_SHAPES_BYTES, _NATIONAL_OFFSET, _NATIONAL_LEN, text, pos)
+
+
+def _national_search(text: str) -> re.Match[str] | None:
+    """`_NATIONAL.search(text)`, as `_national_finditer` scans."""
+    if len(text) < 9 or not _other_shapes(text) or _NATIONAL_SHAPES_BYTES.search(_digit_shapes(text)) is None:
+        return None  # shorter than any of the shapes, or without one
+    return next(_national_finditer(text), None)
+
+
+def _stands_alone(text: str, start: int, end: int) -> bool:
+    """True unless text[start:end] is glued to a word, a longer number, a version or a
+    decimal, or is one group of a longer run of spaced or dotted groups."""
+    if not _number_starts(text, start):
+        return False  # v1.06.12.34.56.78, id-123456789
+    if end < len(text) and (text[end] in _WORD or (text[end] in ".," and text[end + 1 : end + 2].isdigit())):
+        return False  # 123456789.5, 06 12 34 56 78x: part of something else
+    sep = next((c for c in text[start:end] if c in " .-"), "")
+    return not sep or not (
+        (text[end : end + 1] == sep and _GROUP_AFTER.match(text, end + 1))
+        or (text[start - 1 : start] == sep and _GROUP_BEFORE.search(text[max(0, start - 6) : start - 1]))
+    )  # 0a 06 12 34 56 78 9a: one more group of a longer run (a hex dump, a list)
+
+
+def _national_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    start, end = m.span()
+    value = m.group()
+    if not _stands_alone(text, start, end):
+        return _NONE
+    if m.lastgroup == "nino":
+        if value[0] not in _NINO_FIRST or value[1] not in _NINO_SECOND or value[:2] in _NINO_UNUSED:
+            return _NONE  # QQ 12 34 56 C (HMRC's specimen), a prefix never allocated
+        return _one(start, end, "national_id")
+    return _one(start, end, "phone")
+
+
+# Pass "labelled", numbers that are otherwise ordinary, only next to a label that names
+# them (on its line, the label within `_LABEL_BEFORE` characters before the number or
+# `_LABEL_AFTER` after it): a German tax id (Steuer-IdNr., 11 digits, or `12 345 678
+# 901`, not starting with 0, with its ISO 7064 MOD 11,10 check digit) after "Steuer-ID",
+# "IdNr", "tax id", ...; a Dutch BSN (9 digits or `1234.56.789`, 11-proof) after "BSN",
+# "burgerservicenummer", "sofi"; a Canadian SIN (9 digits, `123 456 789`, `123-456-789`,
+# Luhn, not starting with 0 or 8) after "SIN", "social insurance", "NAS"; a French
+# (`0612345678`) or UK mobile (`07700900461`) number without separators after "tel",
+# "phone", "portable", "mobile", "fax", ... A finding needs a label, so the pass's regex,
+# the one the prefilter's expressions stand for, is the labels' (words hyperscan finds
+# quickly, where a run of nine digits is everywhere: epoch times, ids); the pass then
+# scans for the numbers (`_LABELLED_NUMBER`, next to their digit shapes, as the national
+# pass) and judges each by the labels in its reach.
+_ID_LABEL = re.compile(
+    r"(?P<de>steuer|idnr|identifikationsnummer|tax[ _.-]?id|\btin\b)"
+    r"|(?P<nl>\bbsn\b|burgerservice|\bsofi)"
+    r"|(?P<ca>\bsin\b(?!\s*\()|social[ _-]insurance|assurance sociale|\bnas\b)"
+    r"|(?P<phone>\bt[eé]l\b|phone|portable|mobile|\bmob\b|\bfax\b|\bgsm\b|\bhandy\b|\bappel)",
+    re.IGNORECASE,
+)
+_LABELLED = _ID_LABEL
+_LABEL_BEFORE = 40
+_LABEL_AFTER = 20
+_LABELLED_NUMBER = re.compile(
+    r"(?<![0-9A-Za-z])(?:[0-9]{9}(?:[0-9]{1,2})?|[0-9]{3}[ -][0-9]{3}[ -][0-9]{3}"
+    r"|[0-9]{2} [0-9]{3} [0-9]{3} [0-9]{3}|[0-9]{4}\.[0-9]{2}\.[0-9]{3})(?![0-9])"
+)
+# Every match of `_LABELLED_NUMBER` starts with one of these (digits as "0", " " as "-").
+_LABELLED_SHAPES_BYTES = re.compile(rb"00(?:0{7}|0-000-000|-000-000-000|00\.00\.000)")
+_LABELLED_NUMBER_LEN = 14
+
+
+def _labelled_finditer(text: str, pos: int = 0) -> Iterator[re.Match[str]]:
+    """What `_LABELLED_NUMBER.finditer(text, pos)` finds: the numbers the pass judges."""
+    return _near_shapes(_LABELLED_NUMBER, _LABELLED_SHAPES_BYTES, 0, _LABELLED_NUMBER_LEN, text, pos)
+
+
+def _labelled_search(text: str) -> re.Match[str] | None:
+    """The first number `_labelled_finditer` finds (most texts have no shape at all)."""
+    if len(text) < 9 or not _other_shapes(text) or _LABELLED_SHAPES_BYTES.search(_digit_shapes(text)) is None:
+        return None
+    return next(_labelled_finditer(text), None)
+
+
+# The shapes of both passes, so that a text with neither (most) costs one scan, not two.
+_OTHER_SHAPES_BYTES = re.compile(
+    rb"00(?:00(?:00[A-D]|0-000|(?<=000-0000)-0000|000|\.00\.000)|-00-00-|\.00\.00\.|0-000-000|-000-000-000)"
+)
+_last_other: tuple[str, bool] = ("", False)
+
+
+def _other_shapes(text: str) -> bool:
+    """Whether the text's digit shapes hold one of the national or the labelled pass's."""
+    global _last_other
+    last = _last_other
+    if last[0] is text:
+        return last[1]
+    found = _OTHER_SHAPES_BYTES.search(_digit_shapes(text)) is not None
+    _last_other = (text, found)
+    return found
+
+
+def _labels(text: str, start: int, end: int) -> set[str]:
+    """The kinds of label (`_ID_LABEL`) on the line of text[start:end], just before or after it."""
+    before = text[max(0, start - _LABEL_BEFORE) : start]
+    after = text[end : end + _LABEL_AFTER]
+    before = _LINE_BREAK.split(before)[-1]
+    after = _LINE_BREAK.split(after)[0]
+    return {m.lastgroup for m in _ID_LABEL.finditer(f"{before} {after}") if m.lastgroup}
+
+
+def _mod11_10(digits: str) -> bool:
+    """ISO 7064 MOD 11,10: the check digit of a German tax id."""
+    product = 10
+    for c in digits[:-1]:
+        total = (int(c) + product) % 10 or 10
+        product = total * 2 % 11
+    return (11 - product) % 10 == int(digits[-1])
+
+
+def _eleven_proof(digits: str) -> bool:
+    """The Dutch BSN's 11-proof: 9d1 + 8d2 + ... + 2d8 - d9 is a multiple of 11."""
+    total = sum(int(c) * w for c, w in zip(digits, (9, 8, 7, 6, 5, 4, 3, 2, -1), strict=True))
+    return total % 11 == 0 and digits != "000000000"
+
+
+def _labelled_kind(digits: str, bare: bool, labels: set[str]) -> str | None:
+    """The kind of a number of the labelled shapes next to `labels`, or None."""
+    if len(digits) == 11 and "de" in labels and digits[0] != "0" and _mod11_10(digits):
+        return "national_id"
+    if len(digits) == 9 and "nl" in labels and _eleven_proof(digits):
+        return "national_id"
+    if len(digits) == 9 and "ca" in labels and digits[0] not in "08" and _luhn(digits):
+        return "national_id"
+    mobile = len(digits) == 10 or (len(digits) == 11 and digits.startswith("07"))
+    if bare and "phone" in labels and digits[0] == "0" and digits[1] != "0" and mobile:
+        return "phone"  # 0612345678, 07700900461
+    return None
+
+
+def _labelled_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    start, end = m.span()
+    if not _stands_alone(text, start, end):
+        return _NONE
+    value = m.group()
+    digits = value.replace(" ", "").replace("-", "").replace(".", "")
+    kind = _labelled_kind(digits, digits == value, _labels(text, start, end))
+    return _NONE if kind is None else _one(start, end, kind)
 
 
 # --- Session cookies: `Cookie:` and `Set-Cookie:` headers, `curl -b` -----------------
@@ -1740,6 +1977,8 @@ _PASSES: tuple[tuple[re.Pattern[str], Resolver], ...] = (
     (_COLON, _colon_span),
     (_PLUS, _plus_span),
     (_NUMBERS, _numbers_span),
+    (_NATIONAL, _national_span),
+    (_LABELLED, _labelled_span),
     (_EMAIL, _email_span),
     (_HOME, _home_span),
     (_TILDE, _tilde_span),
@@ -1785,6 +2024,15 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
       password); and `:`, backslashes, `Users` and a backslash.
     - `+`: "+", a digit 1-9 and seven characters of its lookahead's digits and separators.
     - `digits`: the regex's own alternatives, whose classes are all ASCII.
+    - `national`: the regex's own alternatives (`_NATIONAL_SHAPES`, ASCII classes), without
+      the digit boundaries the regex puts around them; for a National Insurance number
+      only its digits and suffix, with or without spaces (a leading pair of letter
+      classes makes hyperscan's scan of every text a third slower).
+    - `labelled`: each label `caseless` (the regex is case-insensitive), "é" as its two
+      UTF-8 spellings, the separators of `social insurance` and `tax id` spelled out; a
+      `\\b` before or after a word as the start or end of the text or a byte that is no
+      ASCII letter, digit or "_" (every byte of a non-ASCII character is one, also of a
+      folded letter such as "ſ"); a lookahead after a word dropped.
     - `@`: a domain's first character, the rest of its labels as one class, the last
       dot and two letters of the top-level domain.
     - `/`: `/home/` or `/Users/`; the name after it is unicode `\\w`, so left out.
@@ -1795,6 +2043,19 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
       escaped one) and the name's first character.
     """
     closer = r"(?:\x22|'|\\\x22|\\{3}\x22)?"
+    words: tuple[str, ...] = (
+        "steuer",
+        "idnr",
+        "identifikationsnummer",
+        "burgerservice",
+        "phone",
+        "portable",
+        "mobile",
+    )
+    words += ("social insurance", "social_insurance", "social-insurance", "assurance sociale")
+    start_words = ("sofi", "appel")
+    whole_words = ("tin", "bsn", "sin", "nas", "mob", "fax", "gsm", "handy")
+    word_start, word_end = "(?:^|[^0-9A-Za-z_])", "(?:[^0-9A-Za-z_]|$)"
     mode = r"[-dlcbps][rwxsStT-]{9}"
     return {
         _SK: (r"sk-[A-Za-z0-9_-]{4}",),
@@ -1838,6 +2099,14 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
             r"[0-9]{3}-[0-9]{2}-[0-9]{4}",
             r"[0-9]{3}-[0-9]{3}-[0-9]{4}",
             r"\([0-9]{3}\) ?[0-9]{3}-[0-9]{4}",
+        ),
+        _NATIONAL: (r"[0-9]{2} ?[0-9]{2} ?[0-9]{2} ?[A-D]", *_NATIONAL_SHAPES["fr"], *_NATIONAL_SHAPES["uk"]),
+        _LABELLED: (
+            "(?:" + "|".join(caseless(w) for w in words) + ")",
+            caseless("tax") + "[ _.-]?" + caseless("id"),
+            f"{word_start}(?:" + "|".join(caseless(w) for w in start_words) + ")",
+            f"{word_start}(?:" + "|".join(caseless(w) for w in whole_words) + f"){word_end}",
+            word_start + caseless("t") + r"(?:[eE]|\xc3[\xa9\x89])" + caseless("l") + word_end,
         ),
         _EMAIL: (r"@[A-Za-z0-9][A-Za-z0-9.-]*\.[A-Za-z]{2}",),
         _HOME: (r"/(?:home|Users)/",),
@@ -1897,6 +2166,10 @@ def _scanners(
     and numbers only where the digits have one of their shapes."""
     if pattern is _NUMBERS:
         return _numbers_search, _numbers_finditer
+    if pattern is _NATIONAL:
+        return _national_search, _national_finditer
+    if pattern is _LABELLED:
+        return _labelled_search, _labelled_finditer  # the numbers, not the labels
     if pattern is not _LS_FIRST_LINE:
         return pattern.search, pattern.finditer
 
