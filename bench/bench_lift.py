@@ -57,6 +57,7 @@ def _rates(model: Path, adapter: Path | None, cases: list[Any]) -> dict[str, flo
             model, adapter, cases, config, model_name="candidate", adapter_id=None if adapter is None else "x"
         )
         rates[decoding] = float(frame["passed"].mean())
+        rates[f"{decoding} right tool"] = float(frame["name_match"].mean())
     return rates
 
 
@@ -158,15 +159,18 @@ def _section(frame: pd.DataFrame, cases: int, demo_steps: int) -> str:
         "## Learning curve (bench_lift.py)",
         "",
         f"Holdout pass rate on {cases} held-out decisions of the demo window, base (0 steps) and the "
-        f"demo's LoRA settings; the demo trains {demo_steps} steps. Plot: bench/lift.png.",
+        f"demo's LoRA settings; the demo trains {demo_steps} steps. Plot: bench/lift.png. Pass rate, "
+        "then (right tool) the share of answers that name the target's tool.",
         "",
-        "| curve | steps | training examples | CPU minutes | constrained | free |",
-        "|---|---|---|---|---|---|",
+        "| curve | steps | training examples | CPU minutes | constrained | free | right tool, constrained "
+        "| right tool, free |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for row in frame.to_dict("records"):
         lines.append(
             f"| {row['curve']} | {row['steps']} | {row['examples']:.0%} | {row['minutes']:.1f} | "
-            f"{row['constrained']:.1%} | {row['free']:.1%} |"
+            f"{row['constrained']:.1%} | {row['free']:.1%} | {row['constrained right tool']:.1%} | "
+            f"{row['free right tool']:.1%} |"
         )
     return "\n".join(lines)
 

@@ -9,15 +9,29 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from dagster._core.storage.defs_state.base import set_defs_state_storage
 
 from trajectory_pipeline import settings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 REAL_CORPUS = settings.real_corpus()
+
+
+@pytest.fixture(autouse=True)
+def no_other_tests_instance() -> Iterator[None]:
+    """Each test starts as a fresh process does: with no Dagster instance's definitions-state storage
+    in Dagster's context variable. An instance sets it on `__enter__`; one whose exit never resets it
+    (a dispose that fails, an exit in another context) leaves a storage whose instance is gone, and
+    every later `dg.materialize` in the process fails on its dead weakref."""
+    with set_defs_state_storage(None):
+        yield
+
+
 # Small tool specs for records in tests that only need some well-formed tools.
 TOOLS = ("read_file", "run_shell", "edit_file")
 TOOL_SPECS = [
