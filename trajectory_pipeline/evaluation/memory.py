@@ -50,6 +50,7 @@ case and the memory: the same inputs select the same calls.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import re
@@ -521,20 +522,6 @@ def select_call(
 
 # --- replay rows -------------------------------------------------------------------------------
 
-_SCORE_FIELDS = (
-    "predicted_name",
-    "predicted_arguments",
-    "name_match",
-    "required_present",
-    "target_match",
-    "exact_match",
-    "arg_shape",
-    "param_names_match",
-    "param_values_match",
-    "passed",
-    "failure",
-)
-
 
 def memory_rows(
     own: pd.DataFrame, cases: Sequence[Any], memory: MemoryIndex, threshold: float
@@ -575,6 +562,6 @@ def memory_rows(
                 score = score_call(
                     (chosen.name, chosen.arguments), case.target_name, case.target_arguments, case.source
                 )
-                row.update({field: getattr(score, field) for field in _SCORE_FIELDS}, from_memory=True)
+                row.update(dataclasses.asdict(score), from_memory=True)
         rows.append(row)
     return pd.DataFrame(rows, columns=list(own.columns))

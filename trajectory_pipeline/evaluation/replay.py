@@ -35,6 +35,7 @@ Generation strategies, all from mlx-lm, with identical greedy answers (the bench
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -556,22 +557,7 @@ def score_cases(
                 "thinking_preamble": parsed.thinking_preamble,
                 "parsed": parsed.parsed,
                 "calls": len(parsed.calls),
-                **{
-                    name: getattr(score, name)
-                    for name in (
-                        "predicted_name",
-                        "predicted_arguments",
-                        "name_match",
-                        "required_present",
-                        "target_match",
-                        "exact_match",
-                        "arg_shape",
-                        "param_names_match",
-                        "param_values_match",
-                        "passed",
-                        "failure",
-                    )
-                },
+                **dataclasses.asdict(score),  # the Score's fields are the result schema's columns
                 "candidates": 0,
                 "from_memory": False,
                 "oracle": score.passed,
