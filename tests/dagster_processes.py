@@ -21,6 +21,19 @@ import yaml
 
 from tests.conftest import REPO_ROOT
 
+# A weekly training as short as mlx-lm allows: two steps of one record, validated once, for tests
+# that prove a launch, a schedule or a store works, not that a model learns.
+TWO_STEP_TRAINER = {
+    "num_layers": -1,
+    "iters": 2,
+    "batch_size": 1,
+    "val_batches": 1,
+    "steps_per_report": 1,
+    "steps_per_eval": 2,
+    "learning_rate": 5e-3,
+    "max_seq_length": 4096,
+}
+
 BIN = Path(sys.executable).parent
 # The repository's instance config, its two intervals shortened: the daemon looks at runs every 2 s
 # (30 s) and frees a dead run's slots 2 s after it failed (60 s).

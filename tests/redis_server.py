@@ -20,6 +20,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.services import stop
+
 START_S = 30
 PACKAGE = "redis-server"
 
@@ -107,12 +109,7 @@ def running_redis(folder: Path, binary: Path | None = None) -> Iterator[str]:
             time.sleep(0.1)
         yield f"redis://127.0.0.1:{port}/0"
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop(server)
 
 
 def main(argv: list[str]) -> int:

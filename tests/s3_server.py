@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.services import stop
+
 START_S = 60
 BUCKET = "trajectory"
 
@@ -95,9 +97,4 @@ def running_s3(log: Path, bucket: str = BUCKET) -> Iterator[S3Server]:
         ).create_bucket(Bucket=bucket)
         yield S3Server(endpoint, bucket, env)
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop(server)

@@ -5,6 +5,7 @@ or the test skips with the reason — a failure instead under TRAJECTORY_REQUIRE
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 from typing import NoReturn
 
 import pytest
@@ -34,3 +35,13 @@ def _missing(module: str) -> bool:
         return importlib.util.find_spec(module) is None
     except ModuleNotFoundError:
         return True
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """Terminate a server the test started, and kill it when it does not stop within ten seconds."""
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

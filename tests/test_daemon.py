@@ -34,7 +34,7 @@ from assets.raw_sessions import raw_sessions
 from assets.rendered_splits import rendered_splits
 from resources.parquet_io_manager import ParquetIOManager
 from resources.session_sources import SessionSources
-from tests.dagster_processes import BIN, daemon, make_instance, wait_for, write_workspace
+from tests.dagster_processes import BIN, TWO_STEP_TRAINER, daemon, make_instance, wait_for, write_workspace
 from trajectory_pipeline import blas
 from trajectory_pipeline.ingest.formats import FORMATS
 from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
@@ -43,16 +43,7 @@ from trajectory_pipeline.training.registry import AdapterRegistry, sqlite_url
 
 pytestmark = [pytest.mark.daemon, pytest.mark.slow]
 
-TRAINER = {
-    "num_layers": -1,
-    "iters": 2,
-    "batch_size": 1,
-    "val_batches": 1,
-    "steps_per_report": 1,
-    "steps_per_eval": 2,
-    "learning_rate": 5e-3,
-    "max_seq_length": 4096,
-}
+TRAINER = TWO_STEP_TRAINER
 EVAL = {"holdout_cases": 2, "seen_exact_cases": 1, "seen_variant_cases": 1, "max_tokens": 8, "min_cases": 1}
 RENDER = {"rendered_splits": {"config": {"max_length": 6000}}}  # short records: seconds to train
 DEADLINE_S = 300  # the schedule's minute, a training and an ingestion on two busy cores

@@ -38,6 +38,7 @@ from resources.mlx_trainer import MLXTrainer
 from resources.parquet_io_manager import ParquetIOManager
 from resources.session_sources import SessionSources
 from tests.assets.sample_window import RANGE, WEEK
+from tests.dagster_processes import TWO_STEP_TRAINER
 from tests.services import require_service
 from trajectory_pipeline.ingest.formats import FORMATS
 from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
@@ -56,16 +57,7 @@ TABLES = (
     "decision_points",
     "rendered_splits",
 )
-TRAINER = {
-    "num_layers": -1,
-    "iters": 2,
-    "batch_size": 1,
-    "val_batches": 1,
-    "steps_per_report": 1,
-    "steps_per_eval": 2,
-    "learning_rate": 5e-3,
-    "max_seq_length": 4096,
-}
+TRAINER = TWO_STEP_TRAINER
 EVAL = {"holdout_cases": 3, "seen_exact_cases": 2, "seen_variant_cases": 1, "max_tokens": 16, "min_cases": 1}
 # Columns that name a run or a place, not data: the adapter id holds the run id, paths the store.
 PLACES = {
