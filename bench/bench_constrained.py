@@ -348,13 +348,13 @@ def synthetic_prompts(tokenizer: Any, cases: int) -> tuple[list[list[int]], list
 
 def demo_prompts(tokenizer: Any, warehouse: Path, cases: int) -> tuple[list[list[int]], list[Any]]:
     """The demo window's holdout cases, as replay_eval picks them."""
-    import pandas as pd
+    from demo_window import window_rows  # bench/demo_window.py, beside this script
 
-    from trajectory_pipeline.dataset.training_data import dedupe_across_days
     from trajectory_pipeline.evaluation.replay import prompt_tokens, select_cases
 
-    days = sorted((warehouse / "rendered_splits").glob("*.parquet"))
-    rows, _ = dedupe_across_days(pd.concat([pd.read_parquet(day) for day in days], ignore_index=True))
+    rows = window_rows(warehouse)
+    if rows is None:
+        raise SystemExit(f"no rendered_splits under {warehouse}: run `make demo` first")
     config = ReplayConfig(holdout_cases=cases, seen_exact_cases=0, seen_variant_cases=0)
     chosen = select_cases(rows, config)
     return [prompt_tokens(tokenizer, case) for case in chosen], [case.tools for case in chosen]

@@ -20,9 +20,9 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+from demo_window import window_rows  # bench/demo_window.py, beside this script
 from sections import write_section  # bench/sections.py, beside this script
 
-from trajectory_pipeline.dataset.training_data import dedupe_across_days
 from trajectory_pipeline.evaluation.replay import (
     STRATEGIES,
     ReplayConfig,
@@ -52,11 +52,10 @@ def main() -> int:
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    days = sorted((args.warehouse / "rendered_splits").glob("*.parquet"))
-    if not days or not args.model.is_dir():
+    rows = window_rows(args.warehouse)
+    if rows is None or not args.model.is_dir():
         print(f"no rendered_splits under {args.warehouse} or no model at {args.model}: run `make demo` first")
         return 2
-    rows, _ = dedupe_across_days(pd.concat([pd.read_parquet(day) for day in days], ignore_index=True))
     config = ReplayConfig(
         holdout_cases=args.cases, seen_exact_cases=0, seen_variant_cases=0, max_tokens=args.max_tokens
     )

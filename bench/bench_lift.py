@@ -25,13 +25,14 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from demo_window import window_rows  # bench/demo_window.py, beside this script
 from sections import write_section  # bench/sections.py, beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from assets.demo import DEMO_EVAL, DEMO_TRAINING  # noqa: E402
-from trajectory_pipeline.dataset.training_data import dedupe_across_days, write_window  # noqa: E402
+from trajectory_pipeline.dataset.training_data import write_window  # noqa: E402
 from trajectory_pipeline.evaluation.replay import ReplayConfig, evaluate_model, select_cases  # noqa: E402
 from trajectory_pipeline.training.trainer import CONFIG_FILE, TrainConfig, train_adapter  # noqa: E402
 
@@ -79,11 +80,10 @@ def main() -> int:
     parser.add_argument("--fractions", type=float, nargs="+", default=[0.25, 0.5, 1.0])
     parser.add_argument("--cases", type=int, default=DEMO_EVAL["holdout_cases"])
     args = parser.parse_args()
-    days = sorted((args.warehouse / "rendered_splits").glob("*.parquet"))
-    if not days or not args.model.is_dir():
+    rows = window_rows(args.warehouse)
+    if rows is None or not args.model.is_dir():
         print(f"no rendered_splits under {args.warehouse} or no model at {args.model}: run `make demo` first")
         return 2
-    rows, _ = dedupe_across_days(pd.concat([pd.read_parquet(day) for day in days], ignore_index=True))
     cases = select_cases(
         rows, ReplayConfig(holdout_cases=args.cases, seen_exact_cases=0, seen_variant_cases=0)
     )
