@@ -463,6 +463,11 @@ class ToolCallProcessor:
             self._bitmask = np.zeros((self._compiled.vocab_size + 31) // 32, dtype=np.int32)
 
     @property
+    def eos(self) -> list[int]:
+        """The end-of-sequence tokens: the only ones allowed once the call is complete."""
+        return self._compiled.eos
+
+    @property
     def done(self) -> bool:
         """The call is complete (only an end-of-sequence token may follow)."""
         return bool(self._matcher.is_accepting())
@@ -474,6 +479,20 @@ class ToolCallProcessor:
             self._advance(new)
             allowed = self._allowed()
             return _masked(logits, allowed, self._compiled.eos)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+    def next_bitmask(self, new: Sequence[int]) -> Any:
+        """Consume `new`, the tokens generated since the last call (none at the first), and give the
+        bitmask of the next token (bit t of word t // 32 set: token t allowed), the one `__call__`
+        masks the logits with. For a caller that masks a whole batch's logits in one operation
+        (`allowed_rows`) instead of calling each sequence's processor on its own row; it holds the
+        processor's buffer, which the next call overwrites. Use this or `__call__` for an answer,
+        not both."""
+        started = time.perf_counter()
+        try:
+            self._advance(list(new))
+            return self._allowed()
         finally:
             self.seconds += time.perf_counter() - started
 
@@ -561,19 +580,31 @@ class ToolCallProcessor:
         return plan
 
 
+def allowed_rows(bitmasks: Any, width: int, eos: Sequence[int]) -> Any:
+    """Boolean rows of `width` tokens (the model's logits' width), one per row of `bitmasks`
+    (int32 words, as `ToolCallProcessor.next_bitmask` gives them): True where the bitmask allows
+    the token, the end-of-sequence tokens where it allows none, False beyond the tokenizer's
+    vocabulary (a model's padded rows)."""
+    import numpy as np
+
+    words = np.ascontiguousarray(bitmasks, dtype=np.int32).reshape(-1, np.shape(bitmasks)[-1])
+    allowed = np.unpackbits(words.view(np.uint8), axis=1, bitorder="little").astype(bool)
+    if allowed.shape[1] >= width:
+        allowed = allowed[:, :width]
+    else:  # the model's padded vocabulary beyond the tokenizer's
+        allowed = np.pad(allowed, ((0, 0), (0, width - allowed.shape[1])))
+    none = ~allowed.any(axis=1)
+    if none.any():
+        ends = np.array([t for t in eos if t < width], dtype=np.intp)
+        allowed[np.ix_(np.flatnonzero(none), ends)] = True
+    return allowed
+
+
 def _masked(logits: Any, bitmask: Any, eos: Sequence[int]) -> Any:
     """`logits` with every token the bitmask leaves out at -inf (an end-of-sequence token if none is left)."""
     import mlx.core as mx
-    import numpy as np
 
-    width = logits.shape[-1]
-    allowed = np.unpackbits(bitmask.view(np.uint8), bitorder="little").astype(bool)
-    if allowed.size >= width:
-        allowed = allowed[:width]
-    else:  # the model's padded vocabulary beyond the tokenizer's
-        allowed = np.concatenate([allowed, np.zeros(width - allowed.size, dtype=bool)])
-    if not allowed.any():
-        allowed[[t for t in eos if t < width]] = True
+    allowed = allowed_rows(bitmask, logits.shape[-1], eos)[0]
     return mx.where(mx.array(allowed), logits, mx.array(-float("inf"), dtype=logits.dtype))
 
 

@@ -54,6 +54,7 @@ from trajectory_pipeline.evaluation.answers import parse_answer
 from trajectory_pipeline.evaluation.constrained import (
     CONVENTIONS,
     ToolCallProcessor,
+    allowed_rows,
     declared_only,
     tool_call_processor,
 )
@@ -301,12 +302,12 @@ def _sampler(config: ReplayConfig) -> Any:
     return make_sampler(temp=config.temperature if config.samples > 1 else 0.0)
 
 
-Processors = Callable[[int], list[Any]]  # the logits processors of prompt i (fresh), [] for none
+Constraint = Callable[[int], ToolCallProcessor | None]  # a fresh processor for prompt i, or None
 
 
-def _processors_kwargs(processors: list[Any]) -> dict[str, Any]:
-    """`logits_processors` for mlx-lm only when there are some: free decoding calls it as before."""
-    return {"logits_processors": processors} if processors else {}
+def _processors_kwargs(processor: ToolCallProcessor | None) -> dict[str, Any]:
+    """`logits_processors` for mlx-lm only when there is one: free decoding calls it as before."""
+    return {"logits_processors": [processor]} if processor is not None else {}
 
 
 def _one_at_a_time(
@@ -315,7 +316,7 @@ def _one_at_a_time(
     prompts: list[list[int]],
     config: ReplayConfig,
     timing: Timing,
-    processors: Processors,
+    constraint: Constraint,
 ) -> list[Answer]:
     from mlx_lm.generate import stream_generate
 
@@ -328,7 +329,7 @@ def _one_at_a_time(
             prompt,
             max_tokens=config.max_tokens,
             sampler=_sampler(config),
-            **_processors_kwargs(processors(index)),
+            **_processors_kwargs(constraint(index)),
         ):
             if response.finish_reason != "stop":
                 generated.append(int(response.token))
@@ -343,7 +344,7 @@ def _prompt_cache(
     prompts: list[list[int]],
     config: ReplayConfig,
     timing: Timing,
-    processors: Processors,
+    constraint: Constraint,
 ) -> list[Answer]:
     import mlx.core as mx
     from mlx_lm.generate import generate_step
@@ -370,7 +371,7 @@ def _prompt_cache(
             max_tokens=config.max_tokens,
             sampler=_sampler(config),
             prompt_cache=cache,
-            **_processors_kwargs(processors(index)),
+            **_processors_kwargs(constraint(index)),
         )
         for token, _ in steps:
             fed.append(int(token))
@@ -385,88 +386,142 @@ def _prompt_cache(
     return [answer for answer in answers if answer is not None]
 
 
+class _PrefixCache:
+    """One KV cache over the last prompt but its final token, trimmed back to the prefix the next
+    prompt shares, so only each prompt's new tail is prefilled (as `_prompt_cache` does); every
+    prompt's state is taken out as its own cache. Caches that cannot be trimmed or copied (not
+    mlx-lm's plain `KVCache`) are made afresh for each prompt."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.cache: list[Any] | None = None
+        self.held: list[int] = []  # the tokens the cache holds
+
+    def fill(self, prompt: list[int]) -> tuple[list[Any], int]:
+        """A cache of `prompt` but its last token (fed by the first decoding step), and how many
+        tokens were computed for it."""
+        import mlx.core as mx
+        from mlx_lm.models.cache import KVCache, make_prompt_cache, trim_prompt_cache
+
+        body = prompt[:-1]
+        reusable = self.cache is not None and all(type(c) is KVCache for c in self.cache)
+        shared = _common_prefix(self.held, body) if reusable else 0
+        if self.cache is None or shared == 0:
+            self.cache, self.held = make_prompt_cache(self.model), []
+        else:
+            trim_prompt_cache(self.cache, len(self.held) - shared)
+        for chunk in range(shared, len(body), PREFILL_STEP):  # in chunks, as generate_step prefills
+            self.model(mx.array(body[chunk : chunk + PREFILL_STEP])[None], cache=self.cache)
+            mx.eval([c.state for c in self.cache])
+        self.held = body
+        if not all(type(c) is KVCache for c in self.cache):
+            taken, self.cache, self.held = self.cache, None, []
+            return taken, len(body)
+        copies = []
+        for layer in self.cache:
+            copy = KVCache()
+            if layer.keys is not None and layer.offset:
+                # A slice is a new array: the next prompt's writes into the cache leave it as it is.
+                copy.keys = layer.keys[..., : layer.offset, :]
+                copy.values = layer.values[..., : layer.offset, :]
+                copy.offset = layer.offset
+            copies.append(copy)
+        return copies, len(body) - shared
+
+
+def _only_end_allowed(bitmasks: Any, eos: Sequence[int]) -> Any:
+    """Per row of bitmasks: the grammar allows no token but an end-of-sequence one (or none at
+    all, which the mask turns into those): the model can only end the answer there."""
+    import numpy as np
+
+    words = bitmasks.view(np.uint32).copy()
+    for token in eos:
+        words[:, token // 32] &= np.uint32(~(1 << (token % 32)) & 0xFFFFFFFF)
+    return ~words.any(axis=1)
+
+
+def _decode_batch(
+    model: Any,
+    cache: list[Any],
+    last_tokens: list[int],
+    grammars: list[ToolCallProcessor | None],
+    config: ReplayConfig,
+    eos: set[int],
+) -> list[list[int]]:
+    """Greedy (or sampled) decoding of several sequences at once, one forward pass a token for all.
+
+    Each sequence's logits are masked by its own grammar, the masks of the whole batch applied in
+    one operation, and reduced and sampled per row as `generate_step` does with one row. A sequence
+    leaves the batch at an end-of-sequence token, at `max_tokens`, or as soon as its grammar allows
+    nothing but the end of the turn (the model could only pick an end token, which the answer
+    leaves out: the same answer, a forward pass sooner)."""
+    import mlx.core as mx
+    import numpy as np
+
+    sampler = _sampler(config)
+    constrained = [g for g in grammars if g is not None]
+    if constrained and len(constrained) != len(grammars):
+        raise ValueError("a batch is constrained throughout or not at all")
+    ends = sorted(constrained[0].eos) if constrained else []
+    generated: list[list[int]] = [[] for _ in last_tokens]
+    live = list(range(len(last_tokens)))  # the batch's rows, as indices into last_tokens
+    bitmasks = np.stack([g.next_bitmask([]) for g in constrained]) if constrained else None
+    inputs = mx.array(last_tokens)
+    while live:
+        logits = model(inputs[:, None], cache=cache)[:, -1, :]
+        if bitmasks is not None:
+            allowed = allowed_rows(bitmasks, logits.shape[-1], ends)
+            logits = mx.where(mx.array(allowed), logits, mx.array(-float("inf"), dtype=logits.dtype))
+        logprobs = logits - mx.logsumexp(logits, axis=-1, keepdims=True)
+        sampled = cast(list[int], sampler(logprobs).tolist())
+        keep: list[int] = []
+        for row, index in enumerate(live):
+            token = sampled[row]
+            if token in eos:
+                continue
+            generated[index].append(token)
+            if len(generated[index]) < config.max_tokens:
+                keep.append(row)
+        if bitmasks is not None and keep:
+            bitmasks = np.stack([cast(Any, grammars[live[row]]).next_bitmask([sampled[row]]) for row in keep])
+            going = ~_only_end_allowed(bitmasks, ends)
+            if not going.all():
+                keep, bitmasks = [row for row, on in zip(keep, going, strict=True) if on], bitmasks[going]
+        if len(keep) < len(live):
+            if keep:
+                for layer in cache:
+                    layer.filter(keep)
+            live = [live[row] for row in keep]
+        inputs = mx.array([sampled[row] for row in keep])
+    return generated
+
+
 def _batched(
     model: Any,
     tokenizer: Any,
     prompts: list[list[int]],
     config: ReplayConfig,
     timing: Timing,
-    processors: Processors,
+    constraint: Constraint,
 ) -> list[Answer]:
-    import mlx.core as mx
-    from mlx_lm.generate import batch_generate
-    from mlx_lm.models.cache import make_prompt_cache
-
+    eos = set(tokenizer.eos_token_ids)
     answers: list[Answer | None] = [None] * len(prompts)
     order = sorted(range(len(prompts)), key=lambda i: prompts[i])
+    prefix = _PrefixCache(model)
     for start in range(0, len(order), config.batch_size):
         group = order[start : start + config.batch_size]
-        shared = min(len(prompts[i]) for i in group) - 1
-        for i in group[1:]:
-            shared = min(shared, _common_prefix(prompts[group[0]], prompts[i]))
-        caches = None
-        if shared > 0:
-            cache = make_prompt_cache(model)
-            prefix = prompts[group[0]][:shared]
-            for chunk in range(0, shared, PREFILL_STEP):  # in chunks, as generate_step prefills
-                model(mx.array(prefix[chunk : chunk + PREFILL_STEP])[None], cache=cache)
-                mx.eval([c.state for c in cache])
-            caches = [cache for _ in group]  # batch_generate copies, never updates, these
-        tails = [prompts[i][max(shared, 0) :] for i in group]
-        per_sequence = [processors(i) for i in group]
-        if any(per_sequence):
-            texts, token_ids = _batch_with_processors(model, tokenizer, tails, caches, per_sequence, config)
-        else:
-            response = batch_generate(
-                model,
-                tokenizer,
-                tails,
-                prompt_caches=caches,
-                max_tokens=config.max_tokens,
-                sampler=_sampler(config),
-                return_token_ids=True,
-            )
-            texts, token_ids = response.texts, response.token_ids or []
-        timing.prefilled_tokens += max(shared, 0) + sum(len(prompts[i]) - max(shared, 0) for i in group)
-        for i, text, ids in zip(group, texts, token_ids, strict=True):
-            answers[i] = Answer(text, len(prompts[i]), len(ids))
-    return [answer for answer in answers if answer is not None]
-
-
-def _batch_with_processors(
-    model: Any,
-    tokenizer: Any,
-    prompts: list[list[int]],
-    caches: list[Any] | None,
-    processors: list[list[Any]],
-    config: ReplayConfig,
-) -> tuple[list[str], list[list[int]]]:
-    """`batch_generate`'s loop with one list of logits processors per sequence (batch_generate
-    hands one list to all of them, and a tool-call processor holds its own sequence's state)."""
-    from mlx_lm.generate import BatchGenerator
-
-    generator = BatchGenerator(
-        model, stop_tokens=[[t] for t in tokenizer.eos_token_ids], sampler=_sampler(config)
-    )
-    try:
-        uids = generator.insert(
-            prompts, [config.max_tokens] * len(prompts), caches=caches, logits_processors=processors
+        caches = []
+        for i in group:
+            cache, computed = prefix.fill(prompts[i])
+            caches.append(cache)
+            timing.prefilled_tokens += computed + 1  # the last token, fed by the first decoding step
+        batch = [type(layer).merge([c[n] for c in caches]) for n, layer in enumerate(caches[0])]
+        generated = _decode_batch(
+            model, batch, [prompts[i][-1] for i in group], [constraint(i) for i in group], config, eos
         )
-    except TypeError as err:  # mlx-lm releases whose BatchGenerator.insert takes no processors
-        generator.close()
-        raise ValueError(
-            "strategy batched with decoding constrained needs an mlx-lm whose BatchGenerator.insert "
-            f"takes logits_processors ({err}); upgrade mlx-lm or use strategy prompt_cache"
-        ) from err
-    results: dict[int, list[int]] = {uid: [] for uid in uids}
-    try:
-        while responses := generator.next_generated():
-            for response in responses:
-                if response.finish_reason != "stop":
-                    results[response.uid].append(int(response.token))
-    finally:
-        generator.close()
-    return [tokenizer.decode(results[uid]) for uid in uids], [results[uid] for uid in uids]
+        for i, tokens in zip(group, generated, strict=True):
+            answers[i] = Answer(tokenizer.decode(tokens), len(prompts[i]), len(tokens))
+    return [answer for answer in answers if answer is not None]
 
 
 _STRATEGY = {"one_at_a_time": _one_at_a_time, "prompt_cache": _prompt_cache, "batched": _batched}
@@ -493,9 +548,9 @@ def generate_answers(
     timing = Timing(cases=len(prompts), prompt_tokens=sum(len(p) for p in prompts))
     made: list[ToolCallProcessor] = []
 
-    def processors(index: int) -> list[Any]:
+    def constraint(index: int) -> ToolCallProcessor | None:
         if config.decoding == "free":
-            return []
+            return None
         offered = tools[index] if tools is not None else None
         processor = tool_call_processor(
             tokenizer,
@@ -504,11 +559,11 @@ def generate_answers(
             max_tokens=config.max_tokens,
         )
         made.append(processor)
-        return [processor]
+        return processor
 
     started = time.perf_counter()
     strategy = _STRATEGY[config.strategy]
-    answers = strategy(model, tokenizer, prompts, config, timing, processors) if prompts else []
+    answers = strategy(model, tokenizer, prompts, config, timing, constraint) if prompts else []
     timing.seconds = time.perf_counter() - started
     timing.generated_tokens = sum(a.generated_tokens for a in answers)
     if config.decoding == "constrained":
