@@ -24,6 +24,8 @@ from trajectory_pipeline.evaluation.constrained import (
     LLAMA3_JSON,
     MISTRAL,
     QWEN3_CODER,
+    _masked,
+    allowed_rows,
     call_grammar,
     declared_only,
     detect_convention,
@@ -353,3 +355,17 @@ def test_declared_only_keeps_answers_to_the_declared_arguments(loaded: Any) -> N
     ]
     assert declared_only(loose) == loose
     assert declared_only([{"name": "y"}]) == [{"name": "y"}] and declared_only(None) is None
+
+
+def test_allowed_rows_unpack_each_row_as_the_processor_masks_it() -> None:
+    """The batch's masks in one array: each row as `__call__` would mask its logits alone."""
+    bitmasks = np.zeros((3, 2), dtype=np.int32)
+    bitmasks[0, 0] = 0b1010  # tokens 1 and 3
+    bitmasks[1, 1] = np.int32(-(2**31))  # token 63, the sign bit of its word
+    rows = allowed_rows(bitmasks, 70, eos=[2])  # wider than the bitmask: the model's padding
+    assert [np.flatnonzero(row).tolist() for row in rows] == [[1, 3], [63], [2]]  # none: the end
+    assert allowed_rows(bitmasks, 40, eos=[2]).shape == (3, 40)
+    logits = mx.zeros((1, 70))
+    for row, bitmask in zip(rows, bitmasks, strict=True):
+        masked = np.array(_masked(logits, bitmask, [2]))[0]
+        assert (np.isfinite(masked) == row).all()

@@ -153,11 +153,14 @@ def test_prompt_is_what_training_masks(tiny_model: Path) -> None:
     assert tokenizer.decode(prompt).endswith("<|im_start|>assistant\n")
 
 
+@pytest.mark.parametrize("batch_size", [1, 3, 16])
 @pytest.mark.parametrize("decoding", DECODINGS)
-def test_strategies_give_identical_answers(tiny_model: Path, decoding: str) -> None:
+def test_strategies_give_identical_answers(tiny_model: Path, decoding: str, batch_size: int) -> None:
     cases = select_cases(_rows(), ReplayConfig(holdout_cases=6, seen_exact_cases=3, seen_variant_cases=0))
     # Constrained answers need room for a whole call (about 30 tokens here); free ones are cut at 12.
-    config = ReplayConfig(max_tokens=12 if decoding == "free" else 40, batch_size=3, decoding=decoding)
+    config = ReplayConfig(
+        max_tokens=12 if decoding == "free" else 40, batch_size=batch_size, decoding=decoding
+    )
     with loaded_model(tiny_model) as (model, tokenizer):
         prompts = [prompt_tokens(tokenizer, case) for case in cases]
         tools = [case.tools for case in cases]
@@ -171,9 +174,42 @@ def test_strategies_give_identical_answers(tiny_model: Path, decoding: str) -> N
     assert all(a.generated_tokens > 0 for a in reference)
     for strategy in STRATEGIES:
         assert answers[strategy] == reference, strategy
+        # The grammar went through the same states: the budget closed the same calls as much.
+        for key in ("forced_tokens", "closed_by_budget"):
+            assert timings[strategy].extra.get(key) == timings["one_at_a_time"].extra.get(key), key
     # Decisions of one session extend each other's prompts: the cache spares most of the prefill.
     assert timings["prompt_cache"].prefilled_tokens < timings["one_at_a_time"].prefilled_tokens / 2
+    assert timings["batched"].prefilled_tokens < timings["one_at_a_time"].prefilled_tokens / 2
     assert timings["one_at_a_time"].prefilled_tokens == sum(len(p) for p in prompts)
+
+
+def test_batched_answers_of_different_lengths_leave_their_batch(tiny_model: Path) -> None:
+    """Calls the model completes, calls the budget closes and answers max_tokens cuts, side by side
+    in one batch, come out as one at a time gives them: each row leaves when its answer is decided."""
+    cases = select_cases(_rows(), ReplayConfig(holdout_cases=9, seen_exact_cases=12, seen_variant_cases=0))
+    # Every other case offers one tool without arguments: its call is over after a few tokens,
+    # while the random model runs the others' strings until the budget closes them.
+    closed = {"type": "object", "properties": {}, "additionalProperties": False}
+    done = {"type": "function", "function": {"name": "done", "parameters": closed}}
+    with loaded_model(tiny_model) as (model, tokenizer):
+        prompts = [prompt_tokens(tokenizer, case) for case in cases]
+        tools = [case.tools if index % 2 else [done] for index, case in enumerate(cases)]
+        # 32: the budget closes the short calls and max_tokens cuts the long ones (no room to close
+        # them); 64: the model completes the short calls, the budget closes the long ones.
+        for max_tokens in (32, 64):
+            config = ReplayConfig(max_tokens=max_tokens, batch_size=len(prompts))
+            got = {
+                strategy: generate_answers(
+                    model, tokenizer, prompts, dataclasses.replace(config, strategy=strategy), tools=tools
+                )
+                for strategy in ("one_at_a_time", "batched")
+            }
+            assert got["batched"][0] == got["one_at_a_time"][0], max_tokens
+            lengths = sorted({answer.generated_tokens for answer in got["one_at_a_time"][0]})
+            assert len(lengths) > 1, lengths  # the rows leave the batch at different steps
+            for key in ("forced_tokens", "closed_by_budget"):
+                assert got["batched"][1].extra[key] == got["one_at_a_time"][1].extra[key], key
+        assert 0 < got["batched"][1].extra["closed_by_budget"] < len(prompts)
 
 
 def test_evaluate_model_scores_every_case_in_the_schema(tiny_model: Path) -> None:

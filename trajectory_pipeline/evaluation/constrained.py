@@ -58,7 +58,10 @@ Without `max_tokens` there is no closing: a model that never ends a string runs 
 The processor holds the answer's parse state: use a fresh one per answer (or call `reset()`). It
 counts the answer from its first call: the tokens it is given then are the prompt (or the part
 of it mlx-lm fed), every later call brings one more generated token, as in `generate_step` and
-`BatchGenerator`.
+`BatchGenerator`. A caller decoding many answers at once can instead hand each processor its new
+tokens (`next_bitmask`) and mask the whole batch's logits in one operation (`allowed_rows`), as
+the replay's `batched` strategy does; `closing` gives the tokens the budget's closing plan has
+still to write, the rest of the answer whatever the model would choose.
 
 Library: llguidance. Compared on the tiny model (byte-level BPE, 2,048 tokens) with the 8
 canonical tools plus one free-form tool in the Hermes convention, Linux x86-64, one CPU core
@@ -466,6 +469,13 @@ class ToolCallProcessor:
     def eos(self) -> list[int]:
         """The end-of-sequence tokens: the only ones allowed once the call is complete."""
         return self._compiled.eos
+
+    @property
+    def closing(self) -> list[int]:
+        """The tokens the closing plan has still to write, the next one first (empty when it is not
+        being written): they are the rest of the answer whatever the model would choose, each the
+        only token its mask allows, then only the end of the turn."""
+        return list(self._plan or [])
 
     @property
     def done(self) -> bool:
