@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
+import os
 import platform
 import statistics
 import sys
@@ -73,6 +75,7 @@ def main() -> int:
     cases = select_cases(rows, config)
     adapter = latest_adapter(args.artifacts)
 
+    load_before = os.getloadavg()[0]
     seconds: dict[str, list[float]] = {strategy: [] for strategy in STRATEGIES}
     prefilled: dict[str, int] = {}
     generated = 0  # answer tokens (the same for every strategy: the bench checks the answers)
@@ -98,9 +101,10 @@ def main() -> int:
     identical = {s: texts[s] == texts[reference] and scores[s].equals(scores[reference]) for s in STRATEGIES}
     medians = {s: statistics.median(seconds[s]) for s in STRATEGIES}
     lines = [
-        "## Replay eval speed",
+        f"## Replay eval speed ({datetime.date.today().isoformat()})",
         "",
-        f"Machine: {platform.platform()}, Python {platform.python_version()}; "
+        f"Machine: {os.cpu_count()} cores, {platform.platform()}, Python {platform.python_version()}; "
+        f"load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after (a shared machine); "
         f"model `{args.model.name}`{' with adapter ' + adapter.parent.name if adapter else ''}.",
         f"Command: `python bench/bench_eval.py --cases {args.cases} --max-tokens {args.max_tokens} "
         f"--repeat {args.repeat}"
