@@ -84,7 +84,7 @@ bench: install  ## ingestion, redaction, backfills, our trainer against mlx_lm.l
 	$(BIN)/python bench/bench_incremental.py
 	test -d data/artifacts/adapters || $(BIN)/trajectory-pipeline demo  # the model and data of the next three
 	$(WITH_BLAS) $(BIN)/python bench/bench_training.py --iters 8 --repeat 3
-	$(WITH_BLAS) $(BIN)/python bench/bench_eval.py --cases 32
+	$(WITH_BLAS) $(BIN)/python bench/bench_eval.py --cases 48 --repeat 3
 	$(WITH_BLAS) $(BIN)/python bench/bench_lift.py  # the learning curve, on the demo's learned base and window
 	$(BIN)/python bench/bench_blas.py
 
