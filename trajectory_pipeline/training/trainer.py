@@ -36,7 +36,7 @@ training still ends as finished, not stopped early.
 
 Early stopping: mlx-lm's loop has no stop hook, so the callback raises a private exception after
 `early_stopping_patience` evaluations without improvement and `train_adapter` catches it; the loop
-then never saves, so the last weights are saved here (as they are on a normal finish).
+then never saves, so the last weights are saved here (on a normal finish mlx-lm saves them itself).
 
 A loss that is not a finite number stops training the same way, at the report that shows it: a NaN
 step has already poisoned the weights, and every later step would stay NaN. `adapters.safetensors`
@@ -319,7 +319,9 @@ def _train_adapter(
         )
     except _StopTraining:
         stopped_early = True
-    save(adapter_dir / LAST_FILE)
+    if stopped_early or not (adapter_dir / LAST_FILE).is_file():
+        # A finished loop has just saved the final weights there (its adapter_file) itself.
+        save(adapter_dir / LAST_FILE)
 
     iterations = callback.stopped_at if stopped_early else config.iters
     if not stopped_early and len(valid) > 0:
