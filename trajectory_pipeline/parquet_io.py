@@ -24,9 +24,10 @@ import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+if TYPE_CHECKING:  # imported where used: the private-folder helpers serve training, which needs no Arrow
+    import pyarrow as pa
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -108,6 +109,8 @@ def publish(tmp: Path, dest: Path) -> None:
 
 def write_table_atomic(table: pa.Table, dest: Path) -> None:
     """Write a whole table to `dest` via a temporary file and a rename."""
+    import pyarrow.parquet as pq
+
     ensure_private_dir(dest.parent)
     sweep_stale_temporaries(dest)
     tmp = temporary_sibling(dest)
@@ -339,6 +342,9 @@ class BatchWriter:
         batch_bytes: int = BATCH_BYTES,
         budget: SharedBudget | None = None,
     ) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         ensure_private_dir(path.parent)
         self.path = path
         self.schema = schema
@@ -379,6 +385,8 @@ class BatchWriter:
     def flush(self) -> None:
         if not self._rows:
             return
+        import pyarrow as pa
+
         columns = zip(*self._rows, strict=True)
         arrays = [
             pa.array(column, type=built).view(field.type)

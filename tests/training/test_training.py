@@ -182,8 +182,9 @@ def test_every_report_reaches_on_report_and_the_result(trained: Any) -> None:
     train_rows = [row for row in reports if row["kind"] == "train"]
     val_rows = [row for row in reports if row["kind"] == "val"]
     assert [row["iteration"] for row in train_rows] == list(range(2, FAST.iters + 1, 2))
-    # mlx-lm evaluates before step 1, after every 4th step and before the last; we add the final weights.
-    assert [row["iteration"] for row in val_rows] == [0, 3, 7, 11, 12]
+    # mlx-lm evaluates before step 1 and before every 4th step; its evaluation before the last step
+    # (iteration 11) is skipped for one of the final weights.
+    assert [row["iteration"] for row in val_rows] == [0, 3, 7, 12]
     for row in train_rows:
         assert row["train_loss"] > 0 and row["learning_rate"] == pytest.approx(FAST.learning_rate)
         assert row["tokens_per_second"] > 0 and row["peak_memory_gb"] > 0
@@ -227,6 +228,31 @@ def test_early_stopping_stops_after_patience_evaluations_without_improvement(
     assert (result.best_iteration, result.last_val_loss) == (0, result.best_val_loss)
     assert result.last_adapter.is_file() and result.best_adapter.is_file()
     assert (tmp_path / "adapters.safetensors").is_file()
+
+
+def test_the_final_evaluation_scores_the_saved_weights_and_stops_nothing(
+    base_model: Path, data_dir: Path, tmp_path: Path
+) -> None:
+    # iters below steps_per_eval: mlx-lm alone would evaluate at 0 and before the last step (2).
+    # A learning rate of zero never improves on iteration 0, so the final evaluation exhausts
+    # patience 1, after training has ended: it must not stop anything (nor raise).
+    config = dataclasses.replace(FAST, iters=3, learning_rate=0.0, early_stopping_patience=1)
+
+    result = train_adapter(base_model, data_dir, tmp_path, config)
+
+    assert [row["iteration"] for row in result.losses if row["kind"] == "val"] == [0, 3]
+    assert (result.iterations, result.stopped_early, result.stop_reason) == (3, False, None)
+    assert result.last_val_loss == result.best_val_loss and result.best_iteration == 0
+    last_dir = _only(tmp_path, result.last_adapter.name, tmp_path / "last")
+    assert _val_loss(base_model, data_dir, last_dir) == pytest.approx(result.last_val_loss, rel=1e-4)
+
+
+def test_a_single_step_is_evaluated_before_and_after(
+    base_model: Path, data_dir: Path, tmp_path: Path
+) -> None:
+    result = train_adapter(base_model, data_dir, tmp_path, dataclasses.replace(FAST, iters=1))
+
+    assert [row["iteration"] for row in result.losses if row["kind"] == "val"] == [0, 1]
 
 
 def test_resume_starts_from_the_stored_adapter(
@@ -427,3 +453,19 @@ def test_the_loss_chart_and_table_take_a_loss_that_is_not_a_number() -> None:
     chart = loss_chart(rows)
     assert "3.500 |" in chart and "2.000 |" in chart
     assert "| 2 | nan |" in loss_table(rows)
+
+
+def test_importing_the_trainer_loads_no_dataframe_or_dagster_libraries() -> None:
+    # `train_adapter` runs in a fresh process per training; pandas and pyarrow cost it ~0.3 s of
+    # imports it never uses (it only reads a JSON manifest and makes files private).
+    import subprocess
+    import sys
+
+    heavy = ("pandas", "pyarrow", "dagster")
+    code = (
+        f"import sys, trajectory_pipeline.training.trainer\nprint([m for m in {heavy!r} if m in sys.modules])"
+    )
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+
+    assert out.stdout.strip() == "[]"

@@ -40,11 +40,12 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from trajectory_pipeline.parquet_io import staged_dir, write_bytes_atomic
+
+if TYPE_CHECKING:  # annotations only: training reads manifests without loading pandas
+    import pandas as pd
 
 SPLITS = ("train", "valid", "test")
 MANIFEST_NAME = "manifest.json"

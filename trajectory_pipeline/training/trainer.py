@@ -27,13 +27,16 @@ Every file is 0600 and the folder 0700, whatever the umask.
 Validation scores the same examples every time: `val_batches` batches' worth of a fixed sample
 (every k-th example of valid.jsonl), not mlx-lm's subset redrawn at each evaluation, so the best
 checkpoint is chosen on comparable losses. Validation timing follows mlx-lm: it evaluates before
-step 1 (iteration 0: the base or resumed weights), after every `steps_per_eval` steps and before
-the last step; here the final weights are evaluated once more, so `last_val_loss` describes
-`adapters.last.safetensors` exactly.
+step 1 (iteration 0: the base or resumed weights) and before every `steps_per_eval`-th step (so at
+iterations `steps_per_eval - 1`, `2 * steps_per_eval - 1`, ...). mlx-lm also evaluates before the
+last step; here that evaluation is skipped and the final weights are evaluated instead (iteration
+`iters`), so `last_val_loss` describes `adapters.last.safetensors` exactly at no more evaluations
+than `mlx_lm.lora` runs. An evaluation of the final weights stops nothing: with exhausted patience
+training still ends as finished, not stopped early.
 
 Early stopping: mlx-lm's loop has no stop hook, so the callback raises a private exception after
 `early_stopping_patience` evaluations without improvement and `train_adapter` catches it; the loop
-then never saves, so the last weights are saved here (as they are on a normal finish).
+then never saves, so the last weights are saved here (on a normal finish mlx-lm saves them itself).
 
 A loss that is not a finite number stops training the same way, at the report that shows it: a NaN
 step has already poisoned the weights, and every later step would stay NaN. `adapters.safetensors`
@@ -50,12 +53,13 @@ after the last report are not counted (choose `steps_per_eval` a multiple of `st
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import shutil
 import time
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -254,7 +258,7 @@ def _train_adapter(
     import numpy as np
     from mlx.utils import tree_flatten
     from mlx_lm.tuner.datasets import CacheDataset
-    from mlx_lm.tuner.trainer import TrainingArgs, evaluate, train
+    from mlx_lm.tuner.trainer import TrainingArgs, evaluate, iterate_batches, train
     from mlx_lm.utils import load
 
     started = time.perf_counter()
@@ -299,7 +303,8 @@ def _train_adapter(
         grad_checkpoint=config.grad_checkpoint,
         grad_accumulation_steps=config.grad_accumulation_steps,
     )
-    valid = CacheDataset(valid_data)
+    steps = _Steps(routines.get("iterate_batches", iterate_batches))
+    valid = _validation_dataset(valid_data, steps, config.iters)
     mx.reset_peak_memory()
     stopped_early = False
     try:
@@ -310,20 +315,17 @@ def _train_adapter(
             train_dataset=CacheDataset(train_set),
             val_dataset=valid,
             training_callback=cast(Any, callback),  # duck-typed TrainingCallback
-            **routines,
+            **{**routines, "iterate_batches": steps.iterate_batches},
         )
     except _StopTraining:
         stopped_early = True
-    save(adapter_dir / LAST_FILE)
+    if stopped_early or not (adapter_dir / LAST_FILE).is_file():
+        # A finished loop has just saved the final weights there (its adapter_file) itself.
+        save(adapter_dir / LAST_FILE)
 
-    stop_reason = None
-    if callback.non_finite is not None:
-        stop_reason = _non_finite_message(callback, train_set, valid_set, config)
-        if callback.best_iteration is None:
-            raise NonFiniteLossError(stop_reason)
     iterations = callback.stopped_at if stopped_early else config.iters
     if not stopped_early and len(valid) > 0:
-        # mlx-lm's last evaluation runs before the last step; score the weights actually saved.
+        # In place of mlx-lm's evaluation before the last step (skipped): the weights actually saved.
         val_loss = evaluate(
             model=model,
             dataset=valid,
@@ -332,7 +334,14 @@ def _train_adapter(
             max_seq_length=config.max_seq_length,
             **routines,
         )
-        callback.on_val_loss_report({"iteration": iterations, "val_loss": val_loss, "final": True})
+        # Training has ended: exhausted patience stops nothing; a non-finite loss is still recorded.
+        with contextlib.suppress(_StopTraining):
+            callback.on_val_loss_report({"iteration": iterations, "val_loss": val_loss, "final": True})
+    stop_reason = None
+    if callback.non_finite is not None:
+        stop_reason = _non_finite_message(callback, train_set, valid_set, config)
+        if callback.best_iteration is None:
+            raise NonFiniteLossError(stop_reason)
 
     chosen = "best" if callback.best_iteration is not None else "last"
     shutil.copyfile(adapter_dir / (BEST_FILE if chosen == "best" else LAST_FILE), adapter_dir / ADAPTER_FILE)
@@ -567,6 +576,40 @@ def _fixed_validation(valid_set: Any, config: TrainConfig) -> tuple[Any, int]:
     if config.val_batches == -1 or size >= len(valid_set):
         return valid_set, config.val_batches
     return _FixedSample(valid_set, size), -1
+
+
+class _Steps:
+    """Counts the training batches mlx-lm's loop has drawn. The loop draws batch `it` before it
+    decides whether to evaluate at iteration `it`, so at that decision the count is `it`."""
+
+    def __init__(self, iterate_batches: Callable[..., Iterator[Any]]) -> None:
+        self._iterate_batches = iterate_batches
+        self.drawn = 0
+
+    def iterate_batches(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        """The wrapped `iterate_batches`; counts what it yields for training (`loop=True`), not for
+        evaluation (one pass, no loop)."""
+        training = bool(kwargs.get("loop", False))
+        for batch in self._iterate_batches(*args, **kwargs):
+            if training:
+                self.drawn += 1
+            yield batch
+
+
+def _validation_dataset(valid_data: Any, steps: _Steps, iters: int) -> Any:
+    """mlx-lm's CacheDataset of the validation data, false while mlx-lm decides about iteration
+    `iters`. mlx-lm evaluates when `val_dataset and (it == 1 or it % steps_per_eval == 0 or it == iters)`,
+    before step `it`: at `it == iters` it would score the weights one step before the end.
+    `train_adapter` scores the final weights, the ones it saves, instead; skipping mlx-lm's saves a
+    whole validation and leaves as many as `mlx_lm.lora` runs. With `iters` 1 that evaluation is the
+    one of iteration 0 (the base weights), and stays."""
+    from mlx_lm.tuner.datasets import CacheDataset
+
+    class Validation(CacheDataset):
+        def __bool__(self) -> bool:
+            return len(self) > 0 and not (iters > 1 and steps.drawn == iters)
+
+    return Validation(valid_data)
 
 
 def _prepare_model(model: Any, config: TrainConfig) -> None:
