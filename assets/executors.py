@@ -2,7 +2,10 @@
 
 - `multiprocess` (default): Dagster's multiprocess executor, each step a process on the machine that
   launched the run. With one machine, a range of days is one run (the daily assets' single-run
-  backfill policy) whose steps spread their days over its cores.
+  backfill policy) whose steps spread their days over its cores. Steps are forked from a fork
+  server that has imported the code location once (`MULTIPROCESS_CONFIG`), not spawned: Dagster's
+  default spawns a fresh interpreter per step that imports dagster, pandas, pyarrow, mlx and the
+  definitions again, seconds per step on a busy machine (bench/bench_backfill_cli.py).
 - `celery`: dagster-celery. The run's process hands each step to a Celery queue (`dagster`) on the
   Redis broker `TRAJECTORY_CELERY_BROKER` (also the result backend); any number of worker processes,
   on any machines that share the data directory (an object store, `TRAJECTORY_DATA_DIR=s3://...`)
@@ -28,6 +31,8 @@ import dagster as dg
 
 from trajectory_pipeline import settings
 
+# Dagster preloads the run's code location (the `-m`/`-f` module) in the fork server.
+MULTIPROCESS_CONFIG: dict[str, Any] = {"start_method": {"forkserver": {}}}
 CELERY_QUEUE = "dagster"  # dagster-celery's queue: its app routes every step task there
 # Added to dagster-celery's own Celery settings (prefetch of one task, its transport options): a
 # worker acknowledges a step once it ran, so a step whose worker died goes to another one.
@@ -59,4 +64,4 @@ def executor() -> dg.ExecutorDefinition:
                 chosen, "dagster-k8s is not installed: pip install 'trajectory-pipeline[k8s]'."
             ) from None
         return k8s_job_executor
-    return dg.multiprocess_executor
+    return dg.multiprocess_executor.configured(MULTIPROCESS_CONFIG, name="multiprocess")

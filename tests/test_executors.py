@@ -16,7 +16,13 @@ from tests.conftest import REPO_ROOT
 
 def test_multiprocess_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TRAJECTORY_EXECUTOR", raising=False)
-    assert executors.executor() is dg.multiprocess_executor
+    chosen = executors.executor()
+    assert chosen.name == "multiprocess"
+    assert chosen.executor_creation_fn is dg.multiprocess_executor.executor_creation_fn
+    # Steps are forked from a fork server that imported the code location once, not spawned.
+    resolved = chosen.config_schema.resolve_config({})
+    assert resolved.success
+    assert resolved.value["config"]["start_method"] == {"forkserver": {}}
 
 
 def test_celery_runs_on_the_broker_the_workers_read(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,6 +11,7 @@ there; and the command line works.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -238,6 +239,24 @@ def test_sessions_cross_midnight_and_stay_whole(corpus: tuple[Path, CorpusSummar
         assert all(day_of(s[0]) == path.stem.removeprefix("session_") for s in sessions)
         crossing["agent_logs"] += sum(day_of(s[0]) != day_of(s[-1]) for s in sessions)
     assert all(count > 0 for count in crossing.values()), crossing
+
+
+def test_a_busy_own_agent_day_packs_short_tasks_into_sessions_of_twenty(tmp_path: Path) -> None:
+    """`own_agent_tasks`: that many one-instruction tasks a day, BUSY_TASKS_PER_SESSION to a session,
+    every session on its own day; the other sources are written as before."""
+    spec = CorpusSpec(days=2, sessions_per_day=1, seed=11, own_agent_tasks=45, malformed_lines=False)
+    summary = generate_corpus(tmp_path, spec)
+    assert summary.per_source == {"claude_code": 2, "codex": 2, "own_agent": 2 * 3, "chat_jsonl": 2}
+    for path in sorted((tmp_path / "agent_logs").iterdir()):
+        sessions = own_agent_sessions(path)
+        assert len(sessions) == 3  # 20 + 20 + 5 tasks
+        assert all(day_of(s[0]) == day_of(s[-1]) == path.stem.removeprefix("session_") for s in sessions)
+        lines = [json.loads(line) for line in path.read_bytes().splitlines()]
+        assert sum(line.get("role") == "user" for line in lines) == 45
+    plain = generate_corpus(tmp_path / "plain", dataclasses.replace(spec, own_agent_tasks=0))
+    for name in ("claude", "codex", "chat"):
+        assert digests(tmp_path / name) == digests(tmp_path / "plain" / name)
+    assert plain.per_source["own_agent"] == 2
 
 
 def test_planted_secrets_are_all_there(corpus: tuple[Path, CorpusSummary]) -> None:

@@ -88,7 +88,7 @@ from trajectory_pipeline.sample.formats import (
     write_own_agent,
 )
 from trajectory_pipeline.sample.generic import GENERIC_EXPOSURES, GENERIC_PHRASING, generic_repos
-from trajectory_pipeline.sample.scenarios import Options, Scenario, build_scenario
+from trajectory_pipeline.sample.scenarios import Call, Delegate, Options, Scenario, build_scenario
 
 SOURCES = ("claude_code", "codex", "own_agent", "chat_jsonl")
 MARKER = ".sample-corpus.json"
@@ -168,6 +168,9 @@ class CorpusSpec:
     seed: int = _DEFAULT_SEED  # seeds every random stream; another seed, another corpus of the same shape
     malformed_lines: bool = True  # splice truncated, non-UTF-8 and unknown-type lines into some files
     profile: str = "demo"  # whose sessions: "demo" (this user's repositories and routines) or "generic"
+    # The own agent's short tasks a day: 0 writes its sessions as above (at most OWN_AGENT_MAX_PER_DAY);
+    # N writes a busy user's log instead: N one-instruction tasks back to back (see _own_agent_busy_day).
+    own_agent_tasks: int = 0
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILES:
@@ -181,6 +184,8 @@ class CorpusSpec:
             raise ValueError(f"days must be at least 1, got {self.days}")
         if self.sessions_per_day < 1:
             raise ValueError(f"sessions_per_day must be at least 1, got {self.sessions_per_day}")
+        if self.own_agent_tasks < 0:
+            raise ValueError(f"own_agent_tasks must be 0 or more, got {self.own_agent_tasks}")
         if isinstance(self.end_date, dt.datetime) or not isinstance(self.end_date, dt.date):
             raise ValueError(f"end_date must be a datetime.date, got {self.end_date!r}")
 
@@ -216,8 +221,9 @@ class _Tally:
         self.bytes += sink.bytes
         self.malformed += sink.malformed
 
-    def session(self, source: str, scenario: Scenario) -> None:
-        self.per_source[source] += 1
+    def session(self, source: str, scenario: Scenario, opens: bool = True) -> None:
+        """A session written (or, with `opens` False, one more task of the session before it)."""
+        self.per_source[source] += opens
         self.secrets += len(set(scenario.secrets))
         self.secret_values.update(scenario.secrets)
 
@@ -346,6 +352,9 @@ def _codex_day(out: Path, d: _Day, tally: _Tally) -> None:
 
 
 def _own_agent_day(out: Path, d: _Day, tally: _Tally) -> None:
+    if d.spec.own_agent_tasks:
+        _own_agent_busy_day(out, d, tally)
+        return
     n = min(d.spec.sessions_per_day, OWN_AGENT_MAX_PER_DAY)
     rng = d.rng("file")
     directory = out / "agent_logs"
@@ -376,6 +385,70 @@ def _own_agent_day(out: Path, d: _Day, tally: _Tally) -> None:
             break
     sink.close()
     tally.closed(sink)
+
+
+BUSY_TASKS_PER_SESSION = 20  # a busy day's tasks between two breaks of more than five minutes
+
+
+def _own_agent_busy_day(out: Path, d: _Day, tally: _Tally) -> None:
+    """A busy user's own-agent log (`CorpusSpec.own_agent_tasks`): that many short tasks a day, each
+    the first turn of a scenario, its times squeezed into a slot of the day so they all fit. Tasks
+    follow each other within seconds, so BUSY_TASKS_PER_SESSION of them share a session; a break
+    of more than five minutes then starts the next. Logs like these (~1,800 tasks a day, tool
+    results up to 2 KB) are what the backfill benchmark measures a user's run on."""
+    n = d.spec.own_agent_tasks
+    rng = d.rng("busy")
+    directory = out / "agent_logs"
+    make_private_dirs(out, directory)
+    sink = Sink(
+        directory / f"session_{d.day.isoformat()}.jsonl", d.spoils_for_day_file((4, 9, 14)), own_agent_unknown
+    )
+    role = "timmy" if d.day_index < d.spec.days // 2 else "assistant"
+    day_ms = _epoch_ms(d.day)
+    breaks = (n - 1) // BUSY_TASKS_PER_SESSION
+    # 00:10 to 23:50, less the breaks, shared evenly; a task takes at most 0.8 of its slot
+    slot_s = max(1.0, (86_400 - 1_200 - breaks * _OWN_AGENT_GAP_S) / n)
+    start = day_ms + 600 * 1000
+    for i in range(n):
+        scenario = d.scenario(rng, i, crossing=False)
+        short = dataclasses.replace(scenario, turns=scenario.turns[:1])
+        scenario = _squeezed(short, 0.8 * slot_s / max(short.duration, 1e-3))
+        end = write_own_agent(sink, scenario, start, rng, role, confidence=rng.random() < 0.7)
+        pause_s = (
+            _OWN_AGENT_GAP_S
+            if (i + 1) % BUSY_TASKS_PER_SESSION == 0
+            else rng.uniform(1, min(60.0, 0.2 * slot_s))
+        )
+        start = end + int(pause_s * 1000) + 1000
+        tally.session(d.source, scenario, opens=i % BUSY_TASKS_PER_SESSION == 0)
+    sink.close()
+    tally.closed(sink)
+
+
+def _squeezed(scenario: Scenario, factor: float) -> Scenario:
+    """`scenario` with every delay and latency times `factor` (when below 1): the same events, faster."""
+    if factor >= 1:
+        return scenario
+
+    def step(s: Call | Delegate) -> Call | Delegate:
+        if isinstance(s, Delegate):
+            calls = tuple(
+                dataclasses.replace(c, latency=c.latency * factor, duration=c.duration * factor)
+                for c in s.calls
+            )
+            return dataclasses.replace(s, calls=calls, latency=s.latency * factor)
+        return dataclasses.replace(s, latency=s.latency * factor, duration=s.duration * factor)
+
+    turns = tuple(
+        dataclasses.replace(
+            t,
+            delay=t.delay * factor,
+            closing_latency=t.closing_latency * factor,
+            steps=tuple(step(s) for s in t.steps),
+        )
+        for t in scenario.turns
+    )
+    return dataclasses.replace(scenario, turns=turns)
 
 
 def _chat_day(out: Path, d: _Day, tally: _Tally) -> None:

@@ -1,0 +1,407 @@
+"""A backfill as a user runs it: one CLI range run over own-agent logs, whole process, Dagster included.
+
+bench/bench_ingest.py times the core functions only; this times what a user pays. For each corpus:
+
+- the floor: every JSONL line of the same files read and parsed with orjson in one loop, one core;
+- the CLI run, exactly as a user types it, in a fresh process and a fresh DAGSTER_HOME (the
+  project's dagster.yaml, SQLite), the sources pointed at the corpus through the TRAJECTORY_*
+  settings, every other source off:
+
+      dagster asset materialize -m assets.definitions \
+          --select raw_sessions,raw_sessions_quarantine,mined_trajectories,decision_points \
+          --partition-range FIRST...LAST
+      trajectory-pipeline materialize --select ... --partition-range FIRST...LAST  # the README's
+
+- the core: the functions behind those assets over the same days (`ingest_days`, `mine_days`,
+  `cut_days`, as bench_ingest runs them), no Dagster. Dagster's share is (CLI - core) / CLI.
+
+Two corpora, generated once and kept in `--scratch`: a busy user's own-agent logs (one file a
+day, `--tasks` short one-instruction tasks a day, tool results up to 2 KB: `CorpusSpec.own_agent_tasks`)
+and the mixed-format corpus of bench_ingest. Peak memory is the summed proportional set size (PSS)
+of the measured process and all its children, sampled every 50 ms; the CLI run is repeated on a
+corpus `--scale` times as long to show whether it stays flat. Medians of `--repeat` alternating
+runs; the section `bench_backfill_cli` of bench/RESULTS.md is rewritten.
+
+    python bench/bench_backfill_cli.py                               # 150 days x 1,200 tasks, ~0.95 GB
+    python bench/bench_backfill_cli.py --days 10 --mixed-days 3 --scale 2 --repeat 1   # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from sections import write_section  # bench/sections.py, beside this script
+
+from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
+
+REPO = Path(__file__).resolve().parents[1]
+END = dt.date(2026, 11, 22)
+MIB = 1024 * 1024
+SELECT = "raw_sessions,raw_sessions_quarantine,mined_trajectories,decision_points"
+# Every source the settings know; those a corpus does not hold are turned off (empty root).
+SOURCES = ("claude_code", "codex", "own_agent", "chat_jsonl", "gemini_cli", "swe_agent", "aider")
+CLIS = ("dagster", "trajectory-pipeline")
+STEP_DONE = re.compile(r'Finished execution of step "([^"]+)" in ([\d.]+)(ms|s|m)')
+
+
+def day_keys(days: int) -> list[str]:
+    return [(END - dt.timedelta(days=days - 1 - n)).isoformat() for n in range(days)]
+
+
+def child_env(
+    corpus: Path, sources: tuple[str, ...], first_day: str, home: Path | None = None
+) -> dict[str, str]:
+    """The environment a user sets: this checkout's code first, the corpus's sources on, the rest off."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH")))),
+    }
+    env["TRAJECTORY_START_DATE"] = first_day
+    for source in SOURCES:
+        env[f"TRAJECTORY_{source.upper()}_ROOT"] = (
+            str(corpus / SOURCE_FOLDERS[source]) if source in sources else ""
+        )
+    if home is not None:
+        env["DAGSTER_HOME"] = str(home)
+        env["TRAJECTORY_DATA_DIR"] = str(home / "warehouse")
+    return env
+
+
+# --------------------------------------------------------------------------- in the child
+
+
+def floor(corpus: Path, sources: tuple[str, ...]) -> dict[str, float]:
+    import orjson
+
+    paths = sorted(path for source in sources for path in (corpus / SOURCE_FOLDERS[source]).rglob("*.jsonl"))
+    started, lines = time.perf_counter(), 0
+    for path in paths:
+        with open(path, "rb") as handle:
+            for line in handle:
+                with contextlib.suppress(orjson.JSONDecodeError):
+                    orjson.loads(line)
+                lines += 1
+    return {"seconds": time.perf_counter() - started, "lines": lines}
+
+
+def core(corpus: Path, sources: tuple[str, ...], days: int, out: Path) -> dict[str, float]:
+    """raw_sessions, mined_trajectories and decision_points over every day through the core functions,
+    on the workers a run gets by default (one per CPU), as bench_ingest runs them."""
+    from trajectory_pipeline.day_stages import DayEvents, cut_days, mine_days
+    from trajectory_pipeline.decisions.points import DecisionConfig
+    from trajectory_pipeline.ingest.days import SourceRoot, candidate_files, ingest_days
+    from trajectory_pipeline.mining.attempts import MiningConfig
+    from trajectory_pipeline.parallel import default_workers
+
+    workers = default_workers()
+    roots = [SourceRoot(source, corpus / SOURCE_FOLDERS[source]) for source in sources]
+    dates = [dt.date.fromisoformat(key) for key in day_keys(days)]
+    started = time.perf_counter()
+    outputs = {day: (out / f"events-{day}.parquet", out / f"quarantine-{day}.parquet") for day in dates}
+    stats = ingest_days(roots, outputs, files=candidate_files(roots), workers=workers)
+    ingested = time.perf_counter()
+    parts = [DayEvents(day.isoformat(), (str(outputs[day][0]),)) for day in dates]
+    attempts = sum(day.rows for day in mine_days(parts, MiningConfig(), out, workers))
+    mined = time.perf_counter()
+    parts = [replace(part, attempt_files=(str(out / f"mined-{part.key}.parquet"),)) for part in parts]
+    decisions = sum(day.rows for day in cut_days(parts, DecisionConfig(), out, workers))
+    finished = time.perf_counter()
+    return {
+        "seconds": finished - started,
+        "ingest_seconds": ingested - started,
+        "mining_seconds": mined - ingested,
+        "decision_seconds": finished - mined,
+        "rows": sum(day.rows for day in stats.values()),
+        "attempts": attempts,
+        "decisions": decisions,
+    }
+
+
+def child_main(args: argparse.Namespace) -> int:
+    sources = tuple(args.sources.split(","))
+    if args.child == "floor":
+        result = floor(args.corpus, sources)
+    else:
+        result = core(args.corpus, sources, args.days, args.out)
+    print(json.dumps(result))
+    return 0
+
+
+# --------------------------------------------------------------------------- in the parent
+
+
+def _resident(process: object) -> int:
+    """PSS where the OS tells it (Linux): pages the processes share count once; RSS elsewhere."""
+    try:
+        return int(process.memory_full_info().pss)  # type: ignore[attr-defined]
+    except (AttributeError, NotImplementedError):
+        return int(process.memory_info().rss)  # type: ignore[attr-defined]
+
+
+def watched(command: list[str], env: dict[str, str]) -> tuple[float, float, str, str, int]:
+    """Run `command`; its wall seconds, peak PSS of its process tree (MiB), stdout, stderr, status."""
+    import psutil
+
+    started = time.perf_counter()
+    child = subprocess.Popen(
+        command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        parent = psutil.Process(child.pid)
+        while not done.is_set():
+            with contextlib.suppress(psutil.Error):
+                total = 0
+                for process in [parent, *parent.children(recursive=True)]:
+                    with contextlib.suppress(psutil.Error):
+                        total += _resident(process)
+                peak = max(peak, total)
+            done.wait(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stdout, stderr = child.communicate()
+    seconds = time.perf_counter() - started
+    done.set()
+    sampler.join()
+    return seconds, peak / MIB, stdout, stderr, child.returncode
+
+
+def step_seconds(log: str) -> dict[str, float]:
+    """Each step's own time, from the run's 'Finished execution of step' lines."""
+    unit = {"ms": 0.001, "s": 1.0, "m": 60.0}
+    return {step: float(value) * unit[u] for step, value, u in STEP_DONE.findall(log)}
+
+
+def measure_cli(
+    cli: str, corpus: Path, sources: tuple[str, ...], days: int, scratch: Path
+) -> dict[str, float]:
+    """One CLI range run, in a fresh DAGSTER_HOME holding the project's dagster.yaml."""
+    home = Path(tempfile.mkdtemp(prefix="home-", dir=scratch))
+    shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
+    keys = day_keys(days)
+    bin_dir = Path(sys.executable).parent
+    if cli == "dagster":
+        command = [str(bin_dir / "dagster"), "asset", "materialize", "-m", "assets.definitions"]
+    else:
+        command = [str(bin_dir / "trajectory-pipeline"), "materialize"]
+    command += ["--select", SELECT, "--partition-range", f"{keys[0]}...{keys[-1]}"]
+    try:
+        seconds, peak, stdout, stderr, status = watched(command, child_env(corpus, sources, keys[0], home))
+        if status != 0:
+            raise SystemExit(f"{' '.join(command)} failed ({status}):\n{stderr[-4000:]}")
+        stored = len(list((home / "warehouse" / "decision_points").glob("*.parquet")))
+        if stored != days:
+            raise SystemExit(f"{cli}: {stored} days of decision_points stored, expected {days}")
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    return {"seconds": seconds, "peak_tree_mib": peak, "steps": step_seconds(stdout + stderr)}  # type: ignore[dict-item]
+
+
+def measure_child(
+    kind: str, corpus: Path, sources: tuple[str, ...], days: int, scratch: Path
+) -> dict[str, float]:
+    out = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=scratch))
+    command = [sys.executable, __file__, "--child", kind, "--corpus", str(corpus), "--days", str(days)]
+    command += ["--sources", ",".join(sources), "--out", str(out)]
+    try:
+        _, peak, stdout, stderr, status = watched(command, child_env(corpus, sources, day_keys(days)[0]))
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    if status != 0:
+        raise SystemExit(f"{kind} failed ({status}):\n{stderr[-4000:]}")
+    return {**json.loads(stdout.strip().splitlines()[-1]), "peak_tree_mib": peak}
+
+
+def corpus_for(scratch: Path, name: str, spec: CorpusSpec, sources: tuple[str, ...]) -> tuple[Path, float]:
+    """The corpus (generated unless already there with this spec) and the MB its sources' files hold."""
+    corpus = scratch / name
+    marker = corpus / ".sample-corpus.json"
+    wanted = {k: str(v) if isinstance(v, dt.date) else v for k, v in spec.__dict__.items()}
+    if not marker.exists() or json.loads(marker.read_text()).get("spec") != wanted:
+        started = time.perf_counter()
+        generate_corpus(corpus, spec, workers=os.cpu_count() or 1)
+        print(f"generated {corpus} in {time.perf_counter() - started:.0f} s", flush=True)
+    size = sum(p.stat().st_size for s in sources for p in (corpus / SOURCE_FOLDERS[s]).rglob("*.jsonl"))
+    return corpus, size / 1e6
+
+
+def bench_corpus(
+    args: argparse.Namespace, scratch: Path, label: str, spec: CorpusSpec, sources: tuple[str, ...]
+) -> dict[str, object]:
+    """Floor, CLI run(s) and core, alternating, on one corpus (kept in --scratch; outputs go to
+    `scratch`); the CLI again at `--scale` x."""
+    corpus, size = corpus_for(args.scratch, f"{label}-{spec.days}d", spec, sources)
+    print(f"{label}: {size:,.0f} MB, {spec.days} days", flush=True)
+    kinds = ["floor", *(f"cli:{cli}" for cli in args.clis), "core"]
+    runs: dict[str, list[dict[str, float]]] = {kind: [] for kind in kinds}
+    for _ in range(args.repeat):  # alternating, so every path sees the same machine load
+        for kind in kinds:
+            if kind.startswith("cli:"):
+                result = measure_cli(kind[4:], corpus, sources, spec.days, scratch)
+            else:
+                result = measure_child(kind, corpus, sources, spec.days, scratch)
+            runs[kind].append(result)
+            print(f"  {kind}", json.dumps(result), flush=True)
+    large: dict[str, object] = {}
+    if args.scale > 1 and label == "own-agent":
+        big_spec = replace(spec, days=spec.days * args.scale)
+        big, big_size = corpus_for(args.scratch, f"{label}-{big_spec.days}d", big_spec, sources)
+        result = measure_cli(args.clis[0], big, sources, big_spec.days, scratch)
+        print(f"  cli x{args.scale}", json.dumps(result), flush=True)
+        large = {"size": big_size, "days": big_spec.days, **result}
+    return {"label": label, "size": size, "days": spec.days, "runs": runs, "large": large}
+
+
+def report(args: argparse.Namespace, results: list[dict[str, object]]) -> str:
+    def med(runs: list[dict[str, float]], key: str) -> float:
+        return statistics.median(r[key] for r in runs)
+
+    lines = [
+        f"## Backfill as a user runs it: CLI range run, whole process ({dt.date.today()}, "
+        f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()})",
+        "",
+        f"`python bench/bench_backfill_cli.py --days {args.days} --tasks {args.tasks} --mixed-days "
+        f"{args.mixed_days} --mixed-sessions {args.mixed_sessions} --scale {args.scale} --repeat "
+        f"{args.repeat} --clis {','.join(args.clis)}`",
+        "",
+        f"`dagster asset materialize -m assets.definitions --select {SELECT} --partition-range "
+        "FIRST...LAST` (and the README's `trajectory-pipeline materialize` with the same arguments), "
+        "each run a fresh process and a fresh DAGSTER_HOME with the project's dagster.yaml, against "
+        "reading and orjson-parsing the same files in one loop (the floor) and the core functions "
+        "alone (`ingest_days`, `mine_days`, `cut_days`, no Dagster). Medians of "
+        f"{args.repeat} alternating runs; peak memory is the summed PSS of the process and all its "
+        "children, sampled every 50 ms.",
+        "",
+        "| corpus | path | seconds | MB/s | fraction of the floor | peak PSS, all processes, MiB |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    notes: list[str] = []
+    for result in results:
+        runs: dict[str, list[dict[str, float]]] = result["runs"]  # type: ignore[assignment]
+        size = float(result["size"])  # type: ignore[arg-type]
+        label = f"{result['label']} ({size:,.0f} MB, {result['days']} days)"
+        floor_s = med(runs["floor"], "seconds")
+        core_s = med(runs["core"], "seconds")
+
+        def row(
+            path: str,
+            seconds: float,
+            peak: float,
+            corpus: str = "",
+            size: float = size,
+            base: float = floor_s,
+        ) -> str:
+            rate, fraction = size / seconds, base / seconds
+            return f"| {corpus} | {path} | {seconds:.1f} | {rate:.1f} | {fraction:.3f} | {peak:.0f} |"
+
+        floor_peak = max(r["peak_tree_mib"] for r in runs["floor"])
+        lines.append(row("orjson floor (one loop, one core)", floor_s, floor_peak, label))
+        for kind, cli_runs in runs.items():
+            if not kind.startswith("cli:"):
+                continue
+            cli_s = med(cli_runs, "seconds")
+            name = (
+                "`dagster asset materialize`"
+                if kind == "cli:dagster"
+                else "`trajectory-pipeline materialize`"
+            )
+            lines.append(row(f"CLI range run: {name}", cli_s, max(r["peak_tree_mib"] for r in cli_runs)))
+            share = (cli_s - core_s) / cli_s
+            steps: dict[str, float] = cli_runs[len(cli_runs) // 2]["steps"]  # type: ignore[assignment]
+            step_text = ", ".join(f"{step} {s:.1f} s" for step, s in steps.items())
+            notes.append(
+                f"{result['label']}, {name}: **{floor_s / cli_s:.3f} of the floor** (target ≥ 0.333: "
+                f"{'met' if floor_s / cli_s >= 1 / 3 else 'not met'}); Dagster's share (CLI - core) / CLI "
+                f"= {share:.2f} ({cli_s - core_s:.1f} s); its steps: {step_text or 'none logged'}."
+            )
+        first = runs["core"][0]
+        lines.append(row("core only (no Dagster)", core_s, max(r["peak_tree_mib"] for r in runs["core"])))
+        stages = [med(runs["core"], f"{stage}_seconds") for stage in ("ingest", "mining", "decision")]
+        lines.append(
+            f"| | ↳ ingest {stages[0]:.1f} s, mine {stages[1]:.1f} s, decision points {stages[2]:.1f} s; "
+            f"{first['rows']:,.0f} events, {first['attempts']:,.0f} attempts, "
+            f"{first['decisions']:,.0f} decision points | | | | |"
+        )
+        large: dict[str, float] = result["large"]  # type: ignore[assignment]
+        if large:
+            peak_1x = max(r["peak_tree_mib"] for r in runs[f"cli:{args.clis[0]}"])
+            big = f"{result['label']} x{args.scale} ({large['size']:,.0f} MB, {large['days']:.0f} days)"
+            lines.append(
+                f"| {big} | CLI range run, one run | {large['seconds']:.1f} | "
+                f"{large['size'] / large['seconds']:.1f} | | {large['peak_tree_mib']:.0f} |"
+            )
+            flat = large["peak_tree_mib"] / peak_1x
+            ok = large["peak_tree_mib"] <= 512 and peak_1x <= 512 and flat < 1.25
+            notes.append(
+                f"Peak memory of the CLI run: {peak_1x:.0f} MiB at 1x, {large['peak_tree_mib']:.0f} MiB at "
+                f"{args.scale}x ({flat:.2f}x; target ≤ 512 MiB at both, flat: {'met' if ok else 'not met'})."
+            )
+    return "\n".join([*lines, "", *(f"- {note}" for note in notes)])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--days", type=int, default=150, help="days of own-agent logs")
+    parser.add_argument("--tasks", type=int, default=1200, help="own-agent short tasks a day")
+    parser.add_argument(
+        "--mixed-days", type=int, default=40, help="days of the mixed-format corpus (0: skip)"
+    )
+    parser.add_argument("--mixed-sessions", type=int, default=500, help="its sessions per source per day")
+    parser.add_argument(
+        "--scale", type=int, default=4, help="memory run: own-agent days times this (1: skip)"
+    )
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument(
+        "--clis", type=lambda text: tuple(text.split(",")), default=CLIS, help="dagster,trajectory-pipeline"
+    )
+    parser.add_argument(
+        "--scratch", type=Path, default=REPO / "data" / "bench-backfill-cli", help="corpora (kept)"
+    )
+    parser.add_argument("--results", type=Path, default=REPO / "bench" / "RESULTS.md")
+    parser.add_argument("--child", choices=("floor", "core"), help=argparse.SUPPRESS)
+    parser.add_argument("--corpus", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--sources", help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        return child_main(args)
+    if unknown := set(args.clis) - set(CLIS):
+        parser.error(f"--clis: unknown {', '.join(sorted(unknown))}; choose from {', '.join(CLIS)}")
+
+    args.scratch.mkdir(parents=True, exist_ok=True)
+    runs = tempfile.mkdtemp(prefix="runs-", dir=args.scratch)
+    try:
+        own = CorpusSpec(days=args.days, end_date=END, sessions_per_day=1, own_agent_tasks=args.tasks)
+        results = [bench_corpus(args, Path(runs), "own-agent", own, ("own_agent",))]
+        if args.mixed_days:
+            mixed = CorpusSpec(days=args.mixed_days, end_date=END, sessions_per_day=args.mixed_sessions)
+            results.append(bench_corpus(args, Path(runs), "mixed", mixed, tuple(SOURCE_FOLDERS)))
+    finally:
+        shutil.rmtree(runs, ignore_errors=True)
+    text = report(args, results)
+    print(text)
+    write_section(args.results, "bench_backfill_cli", text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

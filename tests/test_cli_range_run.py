@@ -1,0 +1,73 @@
+"""The CLI range run a user types, `dagster asset materialize -m assets.definitions --partition-range`,
+runs its steps on the multiprocess executor (forked from a fork server, assets/executors.py) and
+must store the same rows as the in-process run of `trajectory-pipeline materialize`, day by day.
+bench/bench_backfill_cli.py times this very command.
+
+    .venv/bin/python -m pytest tests/test_cli_range_run.py -q
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from tests.conftest import REPO_ROOT
+from trajectory_pipeline.ingest.formats import FORMATS
+from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
+
+LAST = dt.date(2026, 11, 22)
+SELECT = "raw_sessions,raw_sessions_quarantine,mined_trajectories,decision_points"
+ASSETS = SELECT.split(",")
+
+
+def environment(corpus: Path, home: Path, first: str) -> dict[str, str]:
+    shutil.copy(REPO_ROOT / "dagster.yaml", home / "dagster.yaml")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, (str(REPO_ROOT), os.environ.get("PYTHONPATH")))),
+        "DAGSTER_HOME": str(home),
+        "TRAJECTORY_DATA_DIR": str(home / "warehouse"),
+        "TRAJECTORY_START_DATE": first,
+        "TRAJECTORY_WORKERS": "2",  # the days spread over worker processes inside the steps, too
+    }
+    for source in FORMATS:
+        folder = SOURCE_FOLDERS.get(source)
+        env[f"TRAJECTORY_{source.upper()}_ROOT"] = str(corpus / folder) if folder else ""
+    return env
+
+
+def test_the_cli_range_run_stores_the_rows_of_the_in_process_run(tmp_path: Path) -> None:
+    spec = CorpusSpec(days=2, end_date=LAST, sessions_per_day=2, seed=5, own_agent_tasks=30)
+    generate_corpus(tmp_path / "corpus", spec)
+    first, last = spec.dates[0].isoformat(), LAST.isoformat()
+    bin_dir = Path(sys.executable).parent
+    commands = {
+        "dagster": [str(bin_dir / "dagster"), "asset", "materialize", "-m", "assets.definitions"],
+        "in_process": [sys.executable, "-m", "trajectory_pipeline.cli", "materialize"],
+    }
+    for name, command in commands.items():
+        home = tmp_path / name
+        home.mkdir()
+        done = subprocess.run(
+            [*command, "--select", SELECT, "--partition-range", f"{first}...{last}"],
+            cwd=REPO_ROOT,
+            env=environment(tmp_path / "corpus", home, first),
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        if name == "dagster":
+            assert "Executing steps using multiprocess executor" in done.stderr + done.stdout
+    for asset in ASSETS:
+        for day in spec.dates:
+            tables = [
+                pq.read_table(tmp_path / name / "warehouse" / asset / f"{day}.parquet") for name in commands
+            ]
+            assert tables[0].num_rows > 0 or asset == "raw_sessions_quarantine", (asset, day)
+            assert tables[0].equals(tables[1]), (asset, day)
