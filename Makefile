@@ -87,6 +87,7 @@ bench: install  ## ingestion, redaction, backfills, our trainer against mlx_lm.l
 	$(WITH_BLAS) $(BIN)/python bench/bench_training.py --iters 8 --repeat 3
 	$(WITH_BLAS) $(BIN)/python bench/bench_eval.py --cases 48 --repeat 3
 	$(WITH_BLAS) $(BIN)/python bench/bench_lift.py  # the learning curve, on the demo's learned base and window
+	$(WITH_BLAS) $(BIN)/python bench/bench_base.py --steps 250 500 1000 1500  # the tiny model's ceiling: how many CPU minutes before it reads its prompt (about 40)
 	$(BIN)/python bench/bench_blas.py
 
 clean:

@@ -1,0 +1,220 @@
+"""How many CPU minutes the bundled tiny model needs before its answer depends on the prompt.
+
+bench_lift.py shows the demo's adapter no better than its base (0 % on the holdout). This bench
+asks whether the budget or the model is the limit: it fine-tunes every weight of a fresh tiny
+model (the demo's spec, from random weights) on a data directory for many steps and, at
+checkpoints, replays the demo window's held-out and seen-exact decisions through `evaluate_model`
+(what `replay_eval` runs), constrained. By default it trains on the demo window's own training
+split: a ceiling for anything trained in the demo's budget, base and adapter together. It also
+measures *prompt dependence*: over the window's `run_shell` decisions, the mean total-variation
+distance between the model's next-token distributions at the first token of the command; 0 means
+every prompt gets the same answer, whatever it says.
+
+Run after `make demo` (it needs the demo's warehouse and data directory):
+
+    python bench/bench_base.py --steps 250 500 1000 2000
+    python bench/bench_base.py --data data/base/mlx --masked   # the demo base's corpus and objective
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import itertools
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, cast
+
+import pandas as pd
+from demo_window import window_rows  # bench/demo_window.py, beside this script
+from sections import write_section  # bench/sections.py, beside this script
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from assets.demo import DEMO_BASE, DEMO_EVAL, DEMO_MODEL  # noqa: E402
+from trajectory_pipeline.evaluation.replay import ReplayConfig, evaluate_model, select_cases  # noqa: E402
+from trajectory_pipeline.sample.tiny_model import build_tiny_model, corpus_texts, safetensors_bytes  # noqa: E402
+from trajectory_pipeline.training.trainer import training_sets  # noqa: E402
+
+COMMAND_OPENING = '<tool_call>\n{"name": "run_shell", "arguments": {"command":"'
+
+
+def prompt_dependence(model: Any, tokenizer: Any, records: list[dict[str, Any]]) -> float:
+    """Mean pairwise total-variation distance of the next-token distributions at a command's first
+    token, over `records` (run_shell decisions). The opening is written in the default (hermes)
+    family's convention, the one the demo's tiny model uses."""
+    import mlx.core as mx
+
+    dists = []
+    for record in records:
+        prompt = tokenizer.apply_chat_template(
+            record["messages"][:-1], tools=record.get("tools"), tokenize=False, add_generation_prompt=True
+        )
+        logits = model(mx.array([tokenizer.encode(prompt + COMMAND_OPENING)]))[0, -1]
+        dists.append(mx.softmax(logits.astype(mx.float32)))
+    pairs = list(itertools.combinations(dists, 2))
+    return sum(0.5 * mx.abs(a - b).sum().item() for a, b in pairs) / max(1, len(pairs))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--warehouse", type=Path, default=ROOT / "data" / "warehouse")
+    parser.add_argument("--data", type=Path, default=ROOT / "data" / "mlx" / "sample-window")
+    parser.add_argument("--tokenizer-data", type=Path, default=ROOT / "data" / "base" / "mlx")
+    parser.add_argument("--steps", type=int, nargs="+", default=[250, 500, 1000, 2000])
+    parser.add_argument("--learning-rate", type=float, default=2e-3)
+    parser.add_argument("--batch-size", type=int, default=DEMO_BASE.batch_size)
+    parser.add_argument(
+        "--masked", action="store_true", help="train on the decisions only (the demo base's objective)"
+    )
+    args = parser.parse_args()
+    rows = window_rows(args.warehouse)
+    if rows is None or not (args.data / "train.jsonl").is_file():
+        print(f"no rendered_splits under {args.warehouse} or no data in {args.data}: run `make demo` first")
+        return 2
+    config = ReplayConfig(
+        **{**DEMO_EVAL, "holdout_cases": 48, "seen_exact_cases": 16, "seen_variant_cases": 0}
+    )
+    cases = select_cases(rows, config)
+    records = [json.loads(line) for line in (args.data / "train.jsonl").read_text().splitlines()]
+    shell = [r for r in records if r["messages"][-1]["tool_calls"][0]["function"]["name"] == "run_shell"][:24]
+    points: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-base-") as tmp:
+        model_dir = Path(tmp) / "model"
+        build_tiny_model(model_dir, corpus_texts([args.tokenizer_data / "train.jsonl"]), DEMO_MODEL)
+        points = _train(model_dir, args, cases, config, shell)
+    print(pd.DataFrame(points).to_string(index=False))
+    return 0
+
+
+def _train(
+    model_dir: Path,
+    args: argparse.Namespace,
+    cases: list[Any],
+    config: ReplayConfig,
+    shell: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    import mlx.core as mx
+    import mlx.optimizers as optim
+    import numpy as np
+    from mlx.utils import tree_flatten
+    from mlx_lm.tuner.datasets import CacheDataset
+    from mlx_lm.tuner.trainer import TrainingArgs, train
+    from mlx_lm.tuner.utils import build_schedule
+    from mlx_lm.utils import load
+
+    model, tokenizer = load(str(model_dir))[:2]
+    train_set, valid_set, routines = training_sets(args.data, tokenizer, args.masked, False)
+    np.random.seed(DEMO_BASE.seed)
+    mx.random.seed(DEMO_BASE.seed)
+    model.unfreeze()
+    most, checks = max(args.steps), set(args.steps)
+    points: list[dict[str, Any]] = []
+    started, evaluating = time.process_time(), 0.0
+
+    def read(iteration: int, loss: float | None) -> None:
+        nonlocal evaluating
+        paused = time.process_time()
+        checkpoint = model_dir.parent / f"at-{iteration}"
+        shutil.copytree(model_dir, checkpoint, dirs_exist_ok=True)
+        weights = dict(tree_flatten(model.parameters()))
+        mx.eval(weights)
+        (checkpoint / "model.safetensors").write_bytes(safetensors_bytes(weights))
+        frame, _ = evaluate_model(checkpoint, None, cases, config, model_name="base", adapter_id=None)
+        lanes = frame.groupby("lane")["passed"].mean()
+        holdout = frame[frame["lane"] == "holdout"]
+        points.append(
+            {
+                "steps": iteration,
+                "cpu_minutes": (paused - started - evaluating) / 60,
+                "train_loss": loss,
+                "prompt_dependence": prompt_dependence(model, tokenizer, shell),
+                "holdout": float(lanes.get("holdout", 0.0)),
+                "seen_exact": float(lanes.get("seen-exact", 0.0)),
+                "right_tool": float(holdout["name_match"].mean()),
+                "distinct_answers": int(holdout["predicted_arguments"].nunique()),
+            }
+        )
+        print(points[-1], flush=True)
+        # Written at every checkpoint: a long run stopped early still leaves its curve so far.
+        section = _section(pd.DataFrame(points), args, len(shell))
+        write_section(ROOT / "bench" / "RESULTS.md", "bench_base", section)
+        evaluating += time.process_time() - paused
+
+    class Reporter:
+        def on_train_loss_report(self, info: dict[str, Any]) -> None:
+            if info["iteration"] in checks:
+                read(info["iteration"], float(info["train_loss"]))
+
+        def on_val_loss_report(self, info: dict[str, Any]) -> None:
+            pass
+
+    read(0, None)
+    schedule = build_schedule({"name": "cosine_decay", "arguments": [args.learning_rate, most], "warmup": 20})
+    report_every = _gcd(sorted(checks))
+    train(
+        model=model,
+        args=TrainingArgs(
+            batch_size=args.batch_size,
+            iters=most,
+            val_batches=1,
+            steps_per_report=report_every,
+            steps_per_eval=most + 1,
+            steps_per_save=most + 1,
+            adapter_file=str(model_dir.parent / "scratch.safetensors"),
+            max_seq_length=DEMO_BASE.max_seq_length,
+        ),
+        optimizer=optim.Adam(learning_rate=schedule),
+        train_dataset=CacheDataset(train_set),
+        val_dataset=CacheDataset(valid_set),
+        training_callback=cast(Any, Reporter()),
+        **routines,
+    )
+    return points
+
+
+def _gcd(values: list[int]) -> int:
+    import math
+
+    return math.gcd(*values)
+
+
+def _section(frame: pd.DataFrame, args: argparse.Namespace, shell: int) -> str:
+    objective = "the decisions only (masked prompts)" if args.masked else "every token (no prompt mask)"
+    lines = [
+        "## The tiny model's ceiling (bench_base.py)",
+        "",
+        f"`python bench/bench_base.py {' '.join(sys.argv[1:])}` ({dt.date.today().isoformat()}, "
+        f"{platform.machine()}, {os.cpu_count()} cores)",
+        "",
+        f"A fresh tiny model (the demo's spec) fine-tuned in full on `{args.data.name}`, {objective}, "
+        f"learning rate {args.learning_rate}, batch {args.batch_size}, read at checkpoints. Pass rates "
+        "on the demo window's 48 held-out and 16 seen-exact decisions (constrained, as replay_eval); "
+        f"prompt dependence over {shell} run_shell decisions (0: the same answer whatever the prompt). "
+        "CPU minutes are the process's CPU time spent training (2 cores: wall is about half).",
+        "",
+        "| steps | CPU minutes | train loss | prompt dependence | holdout pass | seen-exact pass "
+        "| right tool | distinct holdout answers |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in frame.to_dict("records"):
+        loss = "" if pd.isna(row["train_loss"]) else f"{row['train_loss']:.3f}"
+        lines.append(
+            f"| {row['steps']} | {row['cpu_minutes']:.1f} | {loss} | {row['prompt_dependence']:.3f} | "
+            f"{row['holdout']:.1%} | {row['seen_exact']:.1%} | {row['right_tool']:.1%} | "
+            f"{row['distinct_answers']} |"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
