@@ -29,7 +29,6 @@ runs; the section `bench_backfill_cli` of bench/RESULTS.md is rewritten.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import json
 import os
@@ -37,14 +36,13 @@ import platform
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import replace
 from pathlib import Path
 
+from chain import core_chain, floor, watched  # bench/chain.py, beside this script
 from sections import write_section  # bench/sections.py, beside this script
 
 from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
@@ -85,57 +83,24 @@ def child_env(
 # --------------------------------------------------------------------------- in the child
 
 
-def floor(corpus: Path, sources: tuple[str, ...]) -> dict[str, float]:
-    import orjson
-
-    paths = sorted(path for source in sources for path in (corpus / SOURCE_FOLDERS[source]).rglob("*.jsonl"))
-    started, lines = time.perf_counter(), 0
-    for path in paths:
-        with open(path, "rb") as handle:
-            for line in handle:
-                with contextlib.suppress(orjson.JSONDecodeError):
-                    orjson.loads(line)
-                lines += 1
-    return {"seconds": time.perf_counter() - started, "lines": lines}
-
-
 def core(corpus: Path, sources: tuple[str, ...], days: int, out: Path) -> dict[str, float]:
-    """raw_sessions, mined_trajectories and decision_points over every day through the core functions,
-    on the workers a run gets by default (one per CPU), as bench_ingest runs them."""
-    from trajectory_pipeline.day_stages import DayEvents, cut_days, mine_days
-    from trajectory_pipeline.decisions.points import DecisionConfig
-    from trajectory_pipeline.ingest.days import SourceRoot, candidate_files, ingest_days
-    from trajectory_pipeline.mining.attempts import MiningConfig
+    """The daily chain's core over every day, on the workers a run gets by default (one per CPU)."""
+    from trajectory_pipeline.ingest.days import SourceRoot
     from trajectory_pipeline.parallel import default_workers
 
-    workers = default_workers()
     roots = [SourceRoot(source, corpus / SOURCE_FOLDERS[source]) for source in sources]
     dates = [dt.date.fromisoformat(key) for key in day_keys(days)]
-    started = time.perf_counter()
-    outputs = {day: (out / f"events-{day}.parquet", out / f"quarantine-{day}.parquet") for day in dates}
-    stats = ingest_days(roots, outputs, files=candidate_files(roots), workers=workers)
-    ingested = time.perf_counter()
-    parts = [DayEvents(day.isoformat(), (str(outputs[day][0]),)) for day in dates]
-    attempts = sum(day.rows for day in mine_days(parts, MiningConfig(), out, workers))
-    mined = time.perf_counter()
-    parts = [replace(part, attempt_files=(str(out / f"mined-{part.key}.parquet"),)) for part in parts]
-    decisions = sum(day.rows for day in cut_days(parts, DecisionConfig(), out, workers))
-    finished = time.perf_counter()
-    return {
-        "seconds": finished - started,
-        "ingest_seconds": ingested - started,
-        "mining_seconds": mined - ingested,
-        "decision_seconds": finished - mined,
-        "rows": sum(day.rows for day in stats.values()),
-        "attempts": attempts,
-        "decisions": decisions,
-    }
+    return core_chain(roots, dates, default_workers(), out)
 
 
 def child_main(args: argparse.Namespace) -> int:
     sources = tuple(args.sources.split(","))
     if args.child == "floor":
-        result = floor(args.corpus, sources)
+        result = floor(
+            sorted(
+                path for source in sources for path in (args.corpus / SOURCE_FOLDERS[source]).rglob("*.jsonl")
+            )
+        )
     else:
         result = core(args.corpus, sources, args.days, args.out)
     print(json.dumps(result))
@@ -143,46 +108,6 @@ def child_main(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- in the parent
-
-
-def _resident(process: object) -> int:
-    """PSS where the OS tells it (Linux): pages the processes share count once; RSS elsewhere."""
-    try:
-        return int(process.memory_full_info().pss)  # type: ignore[attr-defined]
-    except (AttributeError, NotImplementedError):
-        return int(process.memory_info().rss)  # type: ignore[attr-defined]
-
-
-def watched(command: list[str], env: dict[str, str]) -> tuple[float, float, str, str, int]:
-    """Run `command`; its wall seconds, peak PSS of its process tree (MiB), stdout, stderr, status."""
-    import psutil
-
-    started = time.perf_counter()
-    child = subprocess.Popen(
-        command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    peak = 0
-    done = threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        parent = psutil.Process(child.pid)
-        while not done.is_set():
-            with contextlib.suppress(psutil.Error):
-                total = 0
-                for process in [parent, *parent.children(recursive=True)]:
-                    with contextlib.suppress(psutil.Error):
-                        total += _resident(process)
-                peak = max(peak, total)
-            done.wait(0.05)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    stdout, stderr = child.communicate()
-    seconds = time.perf_counter() - started
-    done.set()
-    sampler.join()
-    return seconds, peak / MIB, stdout, stderr, child.returncode
 
 
 def step_seconds(log: str) -> dict[str, float]:
@@ -205,7 +130,9 @@ def measure_cli(
         command = [str(bin_dir / "trajectory-pipeline"), "materialize"]
     command += ["--select", SELECT, "--partition-range", f"{keys[0]}...{keys[-1]}"]
     try:
-        seconds, peak, stdout, stderr, status = watched(command, child_env(corpus, sources, keys[0], home))
+        seconds, peak, stdout, stderr, status = watched(
+            command, child_env(corpus, sources, keys[0], home), cwd=REPO
+        )
         if status != 0:
             raise SystemExit(f"{' '.join(command)} failed ({status}):\n{stderr[-4000:]}")
         stored = len(list((home / "warehouse" / "decision_points").glob("*.parquet")))
@@ -223,7 +150,9 @@ def measure_child(
     command = [sys.executable, __file__, "--child", kind, "--corpus", str(corpus), "--days", str(days)]
     command += ["--sources", ",".join(sources), "--out", str(out)]
     try:
-        _, peak, stdout, stderr, status = watched(command, child_env(corpus, sources, day_keys(days)[0]))
+        _, peak, stdout, stderr, status = watched(
+            command, child_env(corpus, sources, day_keys(days)[0]), cwd=REPO
+        )
     finally:
         shutil.rmtree(out, ignore_errors=True)
     if status != 0:

@@ -15,21 +15,18 @@ runs alternate so both sides see the same machine load.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import json
 import os
 import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
-from dataclasses import replace
 from pathlib import Path
 
+from chain import core_chain, floor, watched  # bench/chain.py, beside this script
 from sections import write_section  # bench/sections.py, beside this script
 
 from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
@@ -38,94 +35,26 @@ END = dt.date(2026, 11, 22)
 MIB = 1024 * 1024
 
 
-def floor(corpus: Path) -> dict[str, float]:
-    import orjson
-
-    started, lines = time.perf_counter(), 0
-    for path in sorted(corpus.rglob("*.jsonl")):
-        with open(path, "rb") as handle:
-            for line in handle:
-                with contextlib.suppress(orjson.JSONDecodeError):
-                    orjson.loads(line)
-                lines += 1
-    return {"seconds": time.perf_counter() - started, "lines": lines}
-
-
 def pipeline(corpus: Path, days: int, workers: int, out: Path) -> dict[str, float]:
     """raw_sessions, mined_trajectories and decision_points over every day, as a backfill runs them."""
-    from trajectory_pipeline.day_stages import DayEvents, cut_days, mine_days
-    from trajectory_pipeline.decisions.points import DecisionConfig
-    from trajectory_pipeline.ingest.days import SourceRoot, candidate_files, ingest_days
-    from trajectory_pipeline.mining.attempts import MiningConfig
+    from trajectory_pipeline.ingest.days import SourceRoot
 
     roots = [SourceRoot(source, corpus / sub) for source, sub in SOURCE_FOLDERS.items()]
     dates = [END - dt.timedelta(days=offset) for offset in range(days - 1, -1, -1)]
-    started = time.perf_counter()
-    outputs = {day: (out / f"events-{day}.parquet", out / f"quarantine-{day}.parquet") for day in dates}
-    stats = ingest_days(roots, outputs, files=candidate_files(roots), workers=workers)
-    ingested = time.perf_counter()
-    parts = [DayEvents(day.isoformat(), (str(outputs[day][0]),)) for day in dates]
-    attempts = sum(day.rows for day in mine_days(parts, MiningConfig(), out, workers))
-    mined_at = time.perf_counter()
-    parts = [replace(part, attempt_files=(str(out / f"mined-{part.key}.parquet"),)) for part in parts]
-    decisions = sum(day.rows for day in cut_days(parts, DecisionConfig(), out, workers))
-    finished = time.perf_counter()
-    return {
-        "seconds": finished - started,
-        "ingest_seconds": ingested - started,
-        "mining_seconds": mined_at - ingested,
-        "decision_seconds": finished - mined_at,
-        "rows": sum(day.rows for day in stats.values()),
-        "quarantined": sum(day.quarantined.total() for day in stats.values()),
-        "attempts": attempts,
-        "decisions": decisions,
-    }
+    return core_chain(roots, dates, workers, out)
 
 
 def measure(kind: str, corpus: Path, days: int, workers: int, scratch: Path) -> dict[str, float]:
-    """One measurement in a child process; peak RSS is sampled over it and its workers together."""
-    import psutil
-
+    """One measurement in a child process; peak PSS is sampled over it and its workers together."""
     out = Path(tempfile.mkdtemp(prefix="bench-ingest-out-", dir=scratch))
     command = [sys.executable, __file__, "--child", kind, "--corpus", str(corpus), "--days", str(days)]
     command += ["--workers", str(workers), "--out", str(out)]
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-    peak = 0
-    done = threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        parent = psutil.Process(child.pid)
-        while not done.is_set():
-            with contextlib.suppress(psutil.Error):
-                tree = [parent, *parent.children(recursive=True)]
-                total = 0
-                for process in tree:
-                    with contextlib.suppress(psutil.Error):
-                        total += _resident(process)
-                peak = max(peak, total)
-            done.wait(0.05)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    stdout, _ = child.communicate()
-    done.set()
-    sampler.join()
+    _, peak_mib, stdout, _, status = watched(command)
     shutil.rmtree(out, ignore_errors=True)
-    if child.returncode != 0:
-        raise SystemExit(f"{kind} run failed with exit status {child.returncode}")
+    if status != 0:
+        raise SystemExit(f"{kind} run failed with exit status {status}")
     result = json.loads(stdout.strip().splitlines()[-1])
-    return {**result, "peak_tree_mib": peak / MIB}
-
-
-def _resident(process: object) -> int:
-    """Proportional set size where the OS tells it (Linux): pages shared by the run's processes
-    (the Python, NumPy and Arrow libraries each maps) count once, as the machine pays for them;
-    plain RSS elsewhere."""
-    try:
-        return int(process.memory_full_info().pss)  # type: ignore[attr-defined]
-    except (AttributeError, NotImplementedError):
-        return int(process.memory_info().rss)  # type: ignore[attr-defined]
+    return {**result, "peak_tree_mib": peak_mib}
 
 
 def corpus_for(scratch: Path, name: str, days: int, sessions: int) -> tuple[Path, float, float]:
@@ -144,7 +73,7 @@ def child_main(args: argparse.Namespace) -> int:
     import resource
 
     if args.child == "floor":
-        result = floor(args.corpus)
+        result = floor(sorted(args.corpus.rglob("*.jsonl")))
     else:
         result = pipeline(args.corpus, args.days, args.workers, args.out)
     result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

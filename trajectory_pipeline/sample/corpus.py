@@ -351,19 +351,24 @@ def _codex_day(out: Path, d: _Day, tally: _Tally) -> None:
         tally.session(d.source, scenario)
 
 
+def _own_agent_log(out: Path, d: _Day) -> tuple[Sink, str]:
+    """The day's own-agent log file, and the agent's role name in it: the agent was renamed halfway
+    through the period, so older logs call it "timmy"."""
+    directory = out / "agent_logs"
+    make_private_dirs(out, directory)
+    sink = Sink(
+        directory / f"session_{d.day.isoformat()}.jsonl", d.spoils_for_day_file((4, 9, 14)), own_agent_unknown
+    )
+    return sink, "timmy" if d.day_index < d.spec.days // 2 else "assistant"
+
+
 def _own_agent_day(out: Path, d: _Day, tally: _Tally) -> None:
     if d.spec.own_agent_tasks:
         _own_agent_busy_day(out, d, tally)
         return
     n = min(d.spec.sessions_per_day, OWN_AGENT_MAX_PER_DAY)
     rng = d.rng("file")
-    directory = out / "agent_logs"
-    make_private_dirs(out, directory)
-    sink = Sink(
-        directory / f"session_{d.day.isoformat()}.jsonl", d.spoils_for_day_file((4, 9, 14)), own_agent_unknown
-    )
-    # the agent was renamed halfway through the period: older logs call it "timmy"
-    role = "timmy" if d.day_index < d.spec.days // 2 else "assistant"
+    sink, role = _own_agent_log(out, d)
     day_ms = _epoch_ms(d.day)
     slot_ms = (_DAY_END_S - _DAY_START_S) * 1000 // n
     earliest = day_ms + _DAY_START_S * 1000
@@ -398,12 +403,7 @@ def _own_agent_busy_day(out: Path, d: _Day, tally: _Tally) -> None:
     results up to 2 KB) are what the backfill benchmark measures a user's run on."""
     n = d.spec.own_agent_tasks
     rng = d.rng("busy")
-    directory = out / "agent_logs"
-    make_private_dirs(out, directory)
-    sink = Sink(
-        directory / f"session_{d.day.isoformat()}.jsonl", d.spoils_for_day_file((4, 9, 14)), own_agent_unknown
-    )
-    role = "timmy" if d.day_index < d.spec.days // 2 else "assistant"
+    sink, role = _own_agent_log(out, d)
     day_ms = _epoch_ms(d.day)
     breaks = (n - 1) // BUSY_TASKS_PER_SESSION
     # 00:10 to 23:50, less the breaks, shared evenly; a task takes at most 0.8 of its slot

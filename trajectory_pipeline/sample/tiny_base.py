@@ -4,8 +4,9 @@ The tiny model's weights are random, so on its own it answers with noise and any
 looks like a miracle or a wash. Before the demo trains a LoRA, this teaches the whole model
 (embeddings included) the corpus's language for a few minutes on the CPU: the demo's settings train
 on every token of the training split's records (`mask_prompt` off), which teaches a model from
-nothing to read its prompt sooner than the decisions alone do (bench/bench_base.py). The result replaces the directory's weights and is
-recorded in `pretraining.json`, so the next `make demo` finds it learned and skips the work:
+nothing to read its prompt sooner than the decisions alone do (bench/bench_base.py). The result
+replaces the directory's weights and is recorded in `pretraining.json`, so the next `make demo`
+finds it learned and skips the work:
 
     trajectory-pipeline learn-base --model data/tiny-model --data data/mlx/sample-window
 

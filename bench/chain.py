@@ -1,0 +1,109 @@
+"""What the ingest benches share: the orjson floor, the daily chain's core, and memory as PSS.
+
+floor(paths)                              # read and orjson-parse every line: nothing can beat it
+core_chain(roots, dates, workers, out)    # raw_sessions, mined_trajectories, decision_points
+resident(psutil.Process(pid))             # bytes: PSS on Linux, RSS elsewhere
+watched(command)                          # wall s, peak PSS of its process tree (MiB), output
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import subprocess
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+
+def floor(paths: Iterable[Path]) -> dict[str, float]:
+    """Read and orjson-parse every line of `paths` in one loop on one core."""
+    import orjson
+
+    started, lines = time.perf_counter(), 0
+    for path in paths:
+        with open(path, "rb") as handle:
+            for line in handle:
+                with contextlib.suppress(orjson.JSONDecodeError):
+                    orjson.loads(line)
+                lines += 1
+    return {"seconds": time.perf_counter() - started, "lines": lines}
+
+
+def core_chain(roots: list[Any], dates: list[dt.date], workers: int, out: Path) -> dict[str, float]:
+    """raw_sessions, mined_trajectories and decision_points over every day of `dates` through the
+    core functions (no Dagster), as a backfill runs them: `ingest_days` (list, parse, redact, write
+    Parquet), then `mine_days` and `cut_days` (each day read back, mined or cut, and written)."""
+    from trajectory_pipeline.day_stages import DayEvents, cut_days, mine_days
+    from trajectory_pipeline.decisions.points import DecisionConfig
+    from trajectory_pipeline.ingest.days import candidate_files, ingest_days
+    from trajectory_pipeline.mining.attempts import MiningConfig
+
+    started = time.perf_counter()
+    outputs = {day: (out / f"events-{day}.parquet", out / f"quarantine-{day}.parquet") for day in dates}
+    stats = ingest_days(roots, outputs, files=candidate_files(roots), workers=workers)
+    ingested = time.perf_counter()
+    parts = [DayEvents(day.isoformat(), (str(outputs[day][0]),)) for day in dates]
+    attempts = sum(day.rows for day in mine_days(parts, MiningConfig(), out, workers))
+    mined = time.perf_counter()
+    parts = [replace(part, attempt_files=(str(out / f"mined-{part.key}.parquet"),)) for part in parts]
+    decisions = sum(day.rows for day in cut_days(parts, DecisionConfig(), out, workers))
+    finished = time.perf_counter()
+    return {
+        "seconds": finished - started,
+        "ingest_seconds": ingested - started,
+        "mining_seconds": mined - ingested,
+        "decision_seconds": finished - mined,
+        "rows": sum(day.rows for day in stats.values()),
+        "quarantined": sum(day.quarantined.total() for day in stats.values()),
+        "attempts": attempts,
+        "decisions": decisions,
+    }
+
+
+def resident(process: object) -> int:
+    """Proportional set size where the OS tells it (Linux): pages shared by the run's processes
+    (the Python, NumPy and Arrow libraries each maps) count once, as the machine pays for them;
+    plain RSS elsewhere."""
+    try:
+        return int(process.memory_full_info().pss)  # type: ignore[attr-defined]
+    except (AttributeError, NotImplementedError):
+        return int(process.memory_info().rss)  # type: ignore[attr-defined]
+
+
+def watched(
+    command: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
+) -> tuple[float, float, str, str, int]:
+    """Run `command`; its wall seconds, the peak PSS of its process tree in MiB (sampled every 50 ms
+    over the process and all its children together), stdout, stderr and exit status."""
+    import psutil
+
+    started = time.perf_counter()
+    child = subprocess.Popen(
+        command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        parent = psutil.Process(child.pid)
+        while not done.is_set():
+            with contextlib.suppress(psutil.Error):
+                total = 0
+                for process in [parent, *parent.children(recursive=True)]:
+                    with contextlib.suppress(psutil.Error):
+                        total += resident(process)
+                peak = max(peak, total)
+            done.wait(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stdout, stderr = child.communicate()
+    seconds = time.perf_counter() - started
+    done.set()
+    sampler.join()
+    return seconds, peak / (1024 * 1024), stdout, stderr, child.returncode
