@@ -45,6 +45,18 @@ def test_core_modules_do_not_import_dagster() -> None:
     assert out.stdout.strip() == "False", f"a core module imports dagster: {core}"
 
 
+def test_loading_the_definitions_leaves_the_model_and_drawing_libraries_unloaded() -> None:
+    # Every Dagster process loads the code location (the CLI, the daemon, the fork server of a run's
+    # steps): mlx, matplotlib and datasketch (with scipy) cost it about a second and tens of MiB, for
+    # the few steps that train, draw or sketch; those import them when they run.
+    heavy = ("mlx", "mlx_lm", "matplotlib", "datasketch", "scipy")
+    code = f"import sys, assets.definitions\nprint([m for m in {heavy!r} if m in sys.modules])"
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"
+
+
 def test_instance_config_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "dagster.yaml").write_text((REPO_ROOT / "dagster.yaml").read_text())
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))

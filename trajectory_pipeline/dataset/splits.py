@@ -53,7 +53,6 @@ from typing import Any
 
 import orjson
 import pandas as pd
-from datasketch import MinHash, MinHashLSH
 
 from trajectory_pipeline.config import knob
 from trajectory_pipeline.dataset.render import (
@@ -304,6 +303,10 @@ def _empty_output() -> pd.DataFrame:
 def _near_duplicates(rows: list[dict[str, Any]], shingles: list[set[str]], threshold: float) -> set[int]:
     """Indices of rows (visited in list order) whose shingles reach `threshold` Jaccard similarity
     with an earlier kept row of another session."""
+    # Imported here: datasketch pulls in scipy, a third of a second and tens of MiB in every process
+    # that loads the definitions, while only rendered_splits ever sketches.
+    from datasketch import MinHash, MinHashLSH
+
     lsh = MinHashLSH(threshold=threshold, num_perm=MINHASH_PERMUTATIONS)
     # Copying an empty sketch shares its permutations instead of drawing them again for every row.
     empty = MinHash(num_perm=MINHASH_PERMUTATIONS, seed=MINHASH_SEED)

@@ -31,14 +31,10 @@ import io
 import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pyarrow as pa
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.ticker import PercentFormatter
 
 from trajectory_pipeline.evaluation.promotion import PromotionDecision
 from trajectory_pipeline.evaluation.schema import (
@@ -52,6 +48,9 @@ from trajectory_pipeline.evaluation.schema import (
 )
 from trajectory_pipeline.evaluation.scoring import pass_hat_k
 from trajectory_pipeline.parquet_io import write_bytes_atomic
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 BOOL_COLUMNS = tuple(field.name for field in EVAL_RESULT_SCHEMA if pa.types.is_boolean(field.type))
 BREAKDOWN_KEYS = ("target_name", "action_class", "failure")
@@ -192,6 +191,11 @@ def failure_counts(results: pd.DataFrame) -> pd.DataFrame:
 
 def pass_rate_chart(summary: pd.DataFrame, by_tool: pd.DataFrame, path: Path) -> Path:
     """Write a PNG (0600) of pass rate per model and lane, and per tool and model on holdout."""
+    # Imported here: matplotlib costs a third of a second in every process that loads the
+    # definitions, while only replay_eval draws.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=(10, 8), dpi=100)
     FigureCanvasAgg(figure)  # the Agg backend, explicitly: no display, no global pyplot state
     top, bottom = figure.subplots(2, 1)
@@ -382,6 +386,8 @@ def _decoding(timings: Mapping[str, Mapping[str, float]]) -> list[str]:
 
 def _grouped_bars(ax: Axes, frame: pd.DataFrame, group: str, title: str) -> None:
     """Bars of pass_rate per `group` value, one colour per model, side by side."""
+    from matplotlib.ticker import PercentFormatter
+
     groups = _ordered(frame[group], LANES if group == "lane" else ())
     models = _ordered(frame["model"], MODELS)
     width = 0.8 / max(len(models), 1)
