@@ -49,7 +49,6 @@ from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, genera
 
 REPO = Path(__file__).resolve().parents[1]
 END = dt.date(2026, 11, 22)
-MIB = 1024 * 1024
 SELECT = "raw_sessions,raw_sessions_quarantine,mined_trajectories,decision_points"
 # Every source the settings know; those a corpus does not hold are turned off (empty root).
 SOURCES = ("claude_code", "codex", "own_agent", "chat_jsonl", "gemini_cli", "swe_agent", "aider")

@@ -22,6 +22,7 @@ import argparse
 import datetime as dt
 import itertools
 import json
+import math
 import os
 import platform
 import shutil
@@ -160,14 +161,13 @@ def _train(
 
     read(0, None)
     schedule = build_schedule({"name": "cosine_decay", "arguments": [args.learning_rate, most], "warmup": 20})
-    report_every = _gcd(sorted(checks))
     train(
         model=model,
         args=TrainingArgs(
             batch_size=args.batch_size,
             iters=most,
             val_batches=1,
-            steps_per_report=report_every,
+            steps_per_report=math.gcd(*checks),  # a report at every checkpoint
             steps_per_eval=most + 1,
             steps_per_save=most + 1,
             adapter_file=str(model_dir.parent / "scratch.safetensors"),
@@ -180,12 +180,6 @@ def _train(
         **routines,
     )
     return points
-
-
-def _gcd(values: list[int]) -> int:
-    import math
-
-    return math.gcd(*values)
 
 
 def _section(frame: pd.DataFrame, args: argparse.Namespace, shell: int) -> str:

@@ -32,7 +32,6 @@ from sections import write_section  # bench/sections.py, beside this script
 from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
 
 END = dt.date(2026, 11, 22)
-MIB = 1024 * 1024
 
 
 def pipeline(corpus: Path, days: int, workers: int, out: Path) -> dict[str, float]:
