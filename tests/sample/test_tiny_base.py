@@ -3,6 +3,7 @@ is deterministic, and is done once (a second call with the same data and setting
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 from pathlib import Path
 
@@ -11,7 +12,13 @@ import pytest
 
 from tests.evaluation.test_replay import _rows
 from trajectory_pipeline.dataset.mlx_data import write_mlx_dataset
-from trajectory_pipeline.sample.tiny_base import BaseTraining, learn_base, pretraining_record
+from trajectory_pipeline.sample.tiny_base import (
+    BaseTraining,
+    add_arguments,
+    learn_base,
+    pretraining_record,
+    run,
+)
 from trajectory_pipeline.sample.tiny_model import TinyModelSpec, build_tiny_model
 
 SETTINGS = BaseTraining(iters=3, batch_size=1, learning_rate=1e-2)
@@ -67,3 +74,37 @@ def test_a_base_learned_otherwise_is_refused_until_the_model_is_rebuilt(tmp_path
         learn_base(model, data, dataclasses.replace(SETTINGS, iters=4))
     _model_and_data(tmp_path)  # random weights again: the record goes with them
     assert pretraining_record(model) is None
+
+
+def test_the_command_learns_on_every_token_when_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`learn-base --no-mask-prompt --learning-rate ...`: what bench_base.py's long base is built with."""
+    model, data = _model_and_data(tmp_path)
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(
+        [
+            "--model",
+            str(model),
+            "--data",
+            str(data),
+            "--iters",
+            "2",
+            "--batch-size",
+            "1",
+            "--learning-rate",
+            "0.01",
+            "--no-mask-prompt",
+        ]
+    )
+    assert run(args) == 0
+    settings = pretraining_record(model)["settings"]  # type: ignore[index]
+    assert settings["mask_prompt"] is False and settings["history_calls"] is False
+    assert (settings["iters"], settings["batch_size"], settings["learning_rate"]) == (2, 1, 0.01)
+    assert f"learned base in {model}" in capsys.readouterr().out
+    defaults = parser.parse_args(["--model", "m", "--data", "d"])
+    assert (defaults.mask_prompt, defaults.learning_rate) == (
+        BaseTraining().mask_prompt,
+        BaseTraining().learning_rate,
+    )

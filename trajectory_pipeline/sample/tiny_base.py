@@ -172,9 +172,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--iters", type=int, default=defaults.iters, help="optimizer steps (default %(default)s)"
     )
+    parser.add_argument(
+        "--batch-size", type=int, default=defaults.batch_size, help="records per step (default %(default)s)"
+    )
+    parser.add_argument(
+        "--learning-rate",
+        type=float,
+        default=defaults.learning_rate,
+        help="peak learning rate (default %(default)s)",
+    )
+    parser.add_argument(
+        "--mask-prompt",
+        action=argparse.BooleanOptionalAction,
+        default=defaults.mask_prompt,
+        help="train on the decisions only; --no-mask-prompt: on every token (default %(default)s)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    record = learn_base(args.model, args.data, BaseTraining(iters=args.iters), on_report=print)
+    settings = BaseTraining(
+        iters=args.iters,
+        batch_size=args.batch_size,
+        learning_rate=args.learning_rate,
+        mask_prompt=args.mask_prompt,
+        history_calls=args.mask_prompt,  # the history's calls are decisions too: masked training only
+    )
+    record = learn_base(args.model, args.data, settings, on_report=print)
     print(f"learned base in {args.model}: {record['seconds']}s, dataset {record['dataset_hash'][:16]}")
     return 0
