@@ -53,7 +53,10 @@ SELECT = "raw_sessions,raw_sessions_quarantine,mined_trajectories,decision_point
 # Every source the settings know; those a corpus does not hold are turned off (empty root).
 SOURCES = ("claude_code", "codex", "own_agent", "chat_jsonl", "gemini_cli", "swe_agent", "aider")
 CLIS = ("dagster", "trajectory-pipeline")
-STEP_DONE = re.compile(r'Finished execution of step "([^"]+)" in ([\d.]+)(ms|s|m)')
+# Dagster's format_duration: 8.3ms, 533ms, 5.6s, then 4m52s and 1h4m past a minute.
+STEP_DONE = re.compile(r'Finished execution of step "([^"]+)" in ((?:[\d.]+(?:ms|h|m|s))+)\.')
+DURATION_PART = re.compile(r"([\d.]+)(ms|h|m|s)")
+UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 def day_keys(days: int) -> list[str]:
@@ -110,9 +113,12 @@ def child_main(args: argparse.Namespace) -> int:
 
 
 def step_seconds(log: str) -> dict[str, float]:
-    """Each step's own time, from the run's 'Finished execution of step' lines."""
-    unit = {"ms": 0.001, "s": 1.0, "m": 60.0}
-    return {step: float(value) * unit[u] for step, value, u in STEP_DONE.findall(log)}
+    """Each step's own time, from the run's 'Finished execution of step' lines (a step of 4m52s
+    is 292 s: reading its first number alone gave 240 s, and 1h4m no step at all)."""
+    return {
+        step: sum(float(value) * UNIT_SECONDS[unit] for value, unit in DURATION_PART.findall(duration))
+        for step, duration in STEP_DONE.findall(log)
+    }
 
 
 def measure_cli(
