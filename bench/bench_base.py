@@ -36,10 +36,12 @@ import json
 import math
 import os
 import platform
+import re
 import shutil
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, cast
 
@@ -52,11 +54,45 @@ sys.path.insert(0, str(ROOT))
 
 from assets.demo import DEMO_BASE, DEMO_EVAL, DEMO_MODEL  # noqa: E402
 from trajectory_pipeline.evaluation.replay import ReplayConfig, evaluate_model, select_cases  # noqa: E402
+from trajectory_pipeline.evaluation.schema import HOLDOUT  # noqa: E402
+from trajectory_pipeline.evaluation.scoring import score_call  # noqa: E402
 from trajectory_pipeline.sample.tiny_base import pretraining_record  # noqa: E402
 from trajectory_pipeline.sample.tiny_model import build_tiny_model, corpus_texts, safetensors_bytes  # noqa: E402
 from trajectory_pipeline.training.trainer import training_sets  # noqa: E402
 
 COMMAND_OPENING = '<tool_call>\n{"name": "run_shell", "arguments": {"command":"'
+
+
+def nearest_prompt_pass(records: list[dict[str, Any]], cases: list[Any]) -> float:
+    """Held-out pass rate of a lookup: each case gets the call of the training record whose user turn
+    is nearest (TF-IDF cosine over whitespace- and quote-split words). No learning at all, so it
+    says how much of the answer the prompts hold, against which the model's curve reads."""
+    tokens = re.compile(r"[^\s`'\",:]+")
+
+    def user_text(messages: list[dict[str, Any]]) -> list[str]:
+        return tokens.findall("\n".join(m.get("content") or "" for m in messages if m["role"] == "user"))
+
+    texts = [user_text(record["messages"][:-1]) for record in records]
+    document_frequency = Counter(word for text in texts for word in set(text))
+
+    def vector(words: list[str]) -> dict[str, float]:
+        weights = {
+            word: (1 + math.log(n)) * (math.log(len(texts) / (1 + document_frequency[word])) + 1)
+            for word, n in Counter(words).items()
+        }
+        norm = math.sqrt(sum(w * w for w in weights.values())) or 1.0
+        return {word: w / norm for word, w in weights.items()}
+
+    vectors = [vector(text) for text in texts]
+    holdout = [case for case in cases if case.lane == HOLDOUT]
+    passed = 0
+    for case in holdout:
+        query = vector(user_text(case.messages))
+        similarity = [sum(w * v.get(word, 0.0) for word, w in query.items()) for v in vectors]
+        call = records[similarity.index(max(similarity))]["messages"][-1]["tool_calls"][0]["function"]
+        answer = (call["name"], json.loads(call["arguments"]))
+        passed += score_call(answer, case.target_name, case.target_arguments, source=case.source).passed
+    return passed / max(1, len(holdout))
 
 
 def prompt_dependence(model: Any, tokenizer: Any, records: list[dict[str, Any]]) -> float:
@@ -103,6 +139,13 @@ def main() -> int:
     cases = select_cases(rows, config)
     records = [json.loads(line) for line in (args.data / "train.jsonl").read_text().splitlines()]
     shell = [r for r in records if r["messages"][-1]["tool_calls"][0]["function"]["name"] == "run_shell"][:24]
+    args.lookup = nearest_prompt_pass(records, cases)
+    base_corpus = args.tokenizer_data / "train.jsonl"
+    lines = base_corpus.read_text().splitlines() if base_corpus.is_file() else []
+    others = [json.loads(line) for line in lines]
+    args.lookup_base = nearest_prompt_pass(others, cases) if others else float("nan")
+    print(f"nearest training prompt's call: {args.lookup:.1%} of held-out decisions pass")
+    print(f"the same over {base_corpus}: {args.lookup_base:.1%}")
     points: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-base-") as tmp:
         model_dir = Path(tmp) / "model"
@@ -223,6 +266,11 @@ def _section(frame: pd.DataFrame, args: argparse.Namespace, shell: int) -> str:
         "on the demo window's 48 held-out and 16 seen-exact decisions (constrained, as replay_eval); "
         f"prompt dependence over {shell} run_shell decisions (0: the same answer whatever the prompt). "
         "CPU minutes are the process's CPU time spent training (2 cores: wall is about half).",
+        "",
+        f"No model at all, the call of the training record whose user turn is nearest (TF-IDF) passes "
+        f"{args.lookup:.1%} of the held-out decisions, and the same lookup over the base's corpus "
+        f"(`{args.tokenizer_data}`) {args.lookup_base:.1%}: the lift the prompts hold for a model that "
+        "learns to read them.",
         "",
         "| steps | CPU minutes | train loss | prompt dependence | holdout pass | seen-exact pass "
         "| right tool | distinct holdout answers |",
