@@ -14,6 +14,8 @@ Run after `make demo` (it needs the demo's warehouse and data directory):
 
     python bench/bench_base.py --steps 250 500 1000 2000
     python bench/bench_base.py --data data/base/mlx --masked   # the demo base's corpus and objective
+    python bench/bench_base.py --layers 4 --hidden-size 128 --heads 4 --kv-heads 2 --intermediate-size 384
+                                                                # another shape, in a section of its own
 
 `--start MODEL` fine-tunes that model instead of fresh weights: the adapter's curve on a base that
 already reads its prompt, in its own section of RESULTS.md. The demo's generic corpus, learned
@@ -57,7 +59,13 @@ from trajectory_pipeline.evaluation.replay import ReplayConfig, evaluate_model, 
 from trajectory_pipeline.evaluation.schema import HOLDOUT  # noqa: E402
 from trajectory_pipeline.evaluation.scoring import score_call  # noqa: E402
 from trajectory_pipeline.sample.tiny_base import pretraining_record  # noqa: E402
-from trajectory_pipeline.sample.tiny_model import build_tiny_model, corpus_texts, safetensors_bytes  # noqa: E402
+from trajectory_pipeline.sample.tiny_model import (  # noqa: E402
+    add_spec_arguments,
+    build_tiny_model,
+    corpus_texts,
+    safetensors_bytes,
+    spec_from_arguments,
+)
 from trajectory_pipeline.training.trainer import training_sets  # noqa: E402
 
 COMMAND_OPENING = '<tool_call>\n{"name": "run_shell", "arguments": {"command":"'
@@ -128,6 +136,7 @@ def main() -> int:
     parser.add_argument(
         "--start", type=Path, default=None, help="a model directory to fine-tune instead of fresh weights"
     )
+    add_spec_arguments(parser, DEMO_MODEL)  # the fresh model's shape (not with --start)
     args = parser.parse_args()
     rows = window_rows(args.warehouse)
     if rows is None or not (args.data / "train.jsonl").is_file():
@@ -152,7 +161,8 @@ def main() -> int:
         if args.start is not None:
             shutil.copytree(args.start, model_dir)
         else:
-            build_tiny_model(model_dir, corpus_texts([args.tokenizer_data / "train.jsonl"]), DEMO_MODEL)
+            texts = corpus_texts([args.tokenizer_data / "train.jsonl"])
+            build_tiny_model(model_dir, texts, spec_from_arguments(args))
         points = _train(model_dir, args, cases, config, shell)
     print(pd.DataFrame(points).to_string(index=False))
     return 0
@@ -244,17 +254,24 @@ def _train(
 
 
 def _section_name(args: argparse.Namespace) -> str:
-    return "bench_base" if args.start is None else "bench_base_start"
+    """One section per kind of run: the demo's spec from fresh weights, another spec, a start model."""
+    if args.start is not None:
+        return "bench_base_start"
+    spec = spec_from_arguments(args)
+    return "bench_base" if spec == DEMO_MODEL else f"bench_base_{spec.layers}x{spec.hidden_size}"
 
 
 def _section(frame: pd.DataFrame, args: argparse.Namespace, shell: int) -> str:
     objective = "the decisions only (masked prompts)" if args.masked else "every token (no prompt mask)"
+    spec = spec_from_arguments(args)
+    shape = "the demo's spec" if spec == DEMO_MODEL else f"{spec.layers} layers of {spec.hidden_size}"
     started = (
-        "A fresh tiny model (the demo's spec)"
+        f"A fresh tiny model ({shape})"
         if args.start is None
         else f"The model in `{args.start}` ({_learned(args.start)})"
     )
-    title = "The tiny model's ceiling" if args.start is None else "Fine-tuning a learned base"
+    ceiling = "The tiny model's ceiling" + ("" if spec == DEMO_MODEL else f", {shape}")
+    title = ceiling if args.start is None else "Fine-tuning a learned base"
     lines = [
         f"## {title} (bench_base.py)",
         "",

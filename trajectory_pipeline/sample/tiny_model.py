@@ -69,6 +69,7 @@ __all__ = [  # with the default (hermes) family's names, which lived here before
     "TEMPLATE_TEXTS",
     "TinyModelSpec",
     "add_arguments",
+    "add_spec_arguments",
     "build_tiny_model",
     "corpus_texts",
     "data_files",
@@ -77,6 +78,7 @@ __all__ = [  # with the default (hermes) family's names, which lived here before
     "random_weights",
     "run",
     "safetensors_bytes",
+    "spec_from_arguments",
     "tokenizer_config",
     "train_tokenizer",
 ]
@@ -349,7 +351,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         required=True,
         help="mlx-lm data directories (their train.jsonl is read) or .jsonl files",
     )
-    defaults = TinyModelSpec()
+    add_spec_arguments(parser)
+    parser.add_argument(
+        "--family",
+        choices=sorted(FAMILIES),
+        default=HERMES,
+        help="chat template and tool-call convention (default: %(default)s)",
+    )
+
+
+def add_spec_arguments(parser: argparse.ArgumentParser, defaults: TinyModelSpec | None = None) -> None:
+    """A flag per spec field (`--layers`, `--hidden-size`, ...), defaulting to `defaults`' values."""
+    defaults = defaults or TinyModelSpec()
     for field in fields(TinyModelSpec):
         flag = "--" + field.name.replace("_", "-")
         parser.add_argument(
@@ -359,19 +372,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             dest=field.name,
             help=f"{FLAG_HELP[field.name]} (default: %(default)s)",
         )
-    parser.add_argument(
-        "--family",
-        choices=sorted(FAMILIES),
-        default=HERMES,
-        help="chat template and tool-call convention (default: %(default)s)",
-    )
+
+
+def spec_from_arguments(args: argparse.Namespace) -> TinyModelSpec:
+    """The spec `add_spec_arguments`' parsed flags describe."""
+    return TinyModelSpec(**{field.name: getattr(args, field.name) for field in fields(TinyModelSpec)})
 
 
 def run(args: argparse.Namespace) -> int:
     """Build the model the parsed flags describe and print what was written."""
     import time
 
-    spec = TinyModelSpec(**{field.name: getattr(args, field.name) for field in fields(TinyModelSpec)})
+    spec = spec_from_arguments(args)
     files = data_files(args.data)
     started = time.perf_counter()
     family = getattr(args, "family", HERMES)
