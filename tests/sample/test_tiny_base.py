@@ -108,3 +108,22 @@ def test_the_command_learns_on_every_token_when_asked(
         BaseTraining().mask_prompt,
         BaseTraining().learning_rate,
     )
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--batch-size", "0"], "batch_size must be a positive integer"),
+        (["--learning-rate", "0"], "learning_rate must be positive"),
+        (["--batch-size", "64"], "at least batch_size=64 examples"),
+    ],
+)
+def test_the_command_says_what_was_wrong(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], said: str
+) -> None:
+    model, data = _model_and_data(tmp_path)
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert run(parser.parse_args(["--model", str(model), "--data", str(data), *flags])) == 2
+    assert said in capsys.readouterr().err
+    assert pretraining_record(model) is None

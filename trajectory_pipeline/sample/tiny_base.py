@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -190,13 +191,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = BaseTraining(
-        iters=args.iters,
-        batch_size=args.batch_size,
-        learning_rate=args.learning_rate,
-        mask_prompt=args.mask_prompt,
-        history_calls=args.mask_prompt,  # the history's calls are decisions too: masked training only
-    )
-    record = learn_base(args.model, args.data, settings, on_report=print)
+    """The `learn-base` command; a setting out of range, a model already learned otherwise or data
+    smaller than a batch is one line (exit 2), not a traceback."""
+    try:
+        settings = BaseTraining(
+            iters=args.iters,
+            batch_size=args.batch_size,
+            learning_rate=args.learning_rate,
+            mask_prompt=args.mask_prompt,
+            history_calls=args.mask_prompt,  # the history's calls are decisions too: masked training only
+        )
+        record = learn_base(args.model, args.data, settings, on_report=print)
+    except ValueError as err:
+        print(f"trajectory-pipeline learn-base: {err}", file=sys.stderr)
+        return 2
     print(f"learned base in {args.model}: {record['seconds']}s, dataset {record['dataset_hash'][:16]}")
     return 0
