@@ -161,7 +161,7 @@ def main() -> int:
         if args.start is not None:
             shutil.copytree(args.start, model_dir)
         else:
-            texts = corpus_texts([args.tokenizer_data / "train.jsonl"])
+            texts = corpus_texts([base_corpus])
             build_tiny_model(model_dir, texts, spec_from_arguments(args))
         points = _train(model_dir, args, cases, config, shell)
     print(pd.DataFrame(points).to_string(index=False))
