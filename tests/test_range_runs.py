@@ -5,6 +5,8 @@ import datetime as dt
 import gc
 import os
 import pickle
+import subprocess
+import sys
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -37,6 +39,7 @@ from trajectory_pipeline.ingest.days import (
 from trajectory_pipeline.ingest.redact import Redactor
 from trajectory_pipeline.mining.attempts import TRAJECTORY_SCHEMA, MiningConfig, mine_trajectories
 from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
+from trajectory_pipeline.settings import CHECKOUT
 
 END = dt.date(2026, 11, 22)
 DAYS = [END - dt.timedelta(days=offset) for offset in range(5, -1, -1)]
@@ -214,6 +217,45 @@ def test_results_come_back_in_task_order_and_a_failure_is_raised() -> None:
     assert parallel.map_in_processes(_fail_on_three, [5, 1, 4, 2, 0], workers=2) == [25, 1, 16, 4, 0]
     with pytest.raises(ValueError, match="three"):
         parallel.map_in_processes(_fail_on_three, [1, 2, 3, 4], workers=2)
+
+
+WORKER_SCRIPT = """
+import os, sys
+with open(sys.argv[1], "a") as marks:
+    print(__name__, file=marks)  # once per import of this script
+if __name__ == "__main__":
+    from trajectory_pipeline import parallel
+    print(parallel.map_in_processes(os.path.basename, ["a/one", "b/two", "c/three"], workers=2))
+"""
+
+
+def test_workers_do_not_import_the_callers_main_script(tmp_path: Path) -> None:
+    """Under Dagster the caller's main script is the `dagster` command: a worker that imported it
+    (as multiprocessing does, `__mp_main__`) paid for all of Dagster before its first task."""
+    script, marks = tmp_path / "main_script.py", tmp_path / "imports.txt"
+    script.write_text(WORKER_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(CHECKOUT), os.environ.get("PYTHONPATH", "")])}
+    run = subprocess.run(
+        [sys.executable, str(script), str(marks)], env=env, capture_output=True, text=True, check=True
+    )
+    assert run.stdout.strip() == "['one', 'two', 'three']"
+    assert marks.read_text().split() == ["__main__"]
+
+
+def test_arrow_allocates_from_the_c_library_unless_arrow_is_told_otherwise() -> None:
+    """mimalloc, Arrow's default, kept each worker at its high-water mark for the whole run."""
+    code = (
+        "import pyarrow as pa; from trajectory_pipeline import parallel; "
+        "print(pa.default_memory_pool().backend_name)"
+    )
+    env = {key: value for key, value in os.environ.items() if key != parallel.ARROW_POOL_ENV}
+    chosen = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert chosen.stdout.strip() == "system"
+    if "jemalloc" not in pa.supported_memory_backends():  # not in every build of Arrow
+        return
+    env[parallel.ARROW_POOL_ENV] = "jemalloc"
+    chosen = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert chosen.stdout.strip() == "jemalloc"
 
 
 @pytest.mark.parametrize("value", ["two", "0", "-1"])

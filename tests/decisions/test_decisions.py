@@ -693,6 +693,23 @@ def test_arrow_tables_give_the_rows_of_the_frames(tmp_path: Path) -> None:
     assert empty.equals(DECISION_SCHEMA.empty_table())
 
 
+@pytest.mark.parametrize("batch_events", [1, 40, 10**9])
+def test_cutting_a_few_sessions_at_a_time_gives_the_same_rows(tmp_path: Path, batch_events: int) -> None:
+    """A worker cuts a day's sessions in runs (`CUT_BATCH_EVENTS`) to bound its memory: one session
+    a run, a few, or all of them at once give equal rows in equal order."""
+    events, attempts = sample_day(tmp_path)
+    config = DecisionConfig(included_tiers=TIERS, include_sidechain=True)
+    frame = extract_decision_points(events, attempts, config)
+    table = decision_points_table(
+        pa.Table.from_pandas(events, preserve_index=False),
+        pa.Table.from_pandas(attempts, preserve_index=False),
+        config,
+        batch_events_at_most=batch_events,
+    )
+    assert frame["session_id"].nunique() > 1
+    pd.testing.assert_frame_equal(table.to_pandas(), frame, check_exact=True)
+
+
 def test_a_sample_corpus_day_gives_decisions_for_every_accepted_tool_call(tmp_path: Path) -> None:
     events, attempts = sample_day(tmp_path)
     rows = extract_decision_points(events, attempts)

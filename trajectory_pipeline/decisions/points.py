@@ -50,9 +50,10 @@ history and the annotation.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import operator
 import string
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -81,6 +82,8 @@ PROMPT_FIELDS = frozenset({"repo", "cwd"})
 MIN_RESULT_CHARS = 100  # room for the omission marker and some text on either side of it
 UNKNOWN_REPO = "the current repository"
 UNKNOWN_CWD = "the current directory"
+# Events cut at a time by `decision_points_table` (whole sessions): bounds its Python objects.
+CUT_BATCH_EVENTS = 4_096
 RAW_ARGUMENTS = "raw"  # the key arguments that are not a JSON object are kept under
 # Why a decision point is set aside (`learnable`), in the order they are judged: each point is
 # counted under the first that applies.
@@ -491,10 +494,17 @@ def extract_decision_points(
 
 
 def decision_points_table(
-    events: pa.Table, attempts: pa.Table, config: DecisionConfig = DecisionConfig()
+    events: pa.Table,
+    attempts: pa.Table,
+    config: DecisionConfig = DecisionConfig(),
+    batch_events_at_most: int = CUT_BATCH_EVENTS,
 ) -> pa.Table:
     """`extract_decision_points` of Arrow tables, as an Arrow table of DECISION_SCHEMA: the day
-    stages read Parquet and write Parquet, and pandas on the way would cost a tenth of the cut."""
+    stages read Parquet and write Parquet, and pandas on the way would cost a tenth of the cut.
+
+    Sessions are cut a few thousand events at a time (`CUT_BATCH_EVENTS`), each run's rows made
+    Arrow before the next: a day's rows as Python tuples, histories and all, were most of a
+    backfill worker's peak memory. The rows are the same, in the same order."""
     _require_columns(events.column_names, EVENT_COLUMNS, "events")
     _require_columns(attempts.column_names, ATTEMPT_COLUMNS, "attempts")
     tiers = pa.array(config.included_tiers, pa.string())
@@ -505,9 +515,44 @@ def decision_points_table(
     records = [dict(zip(ATTEMPT_COLUMNS, values, strict=True)) for values in zip(*columns, strict=True)]
     # as extract_decision_points' stable sort_values: Python's sort is stable too
     records.sort(key=lambda attempt: (attempt["session_id"], attempt["first_ordinal"]))
-    ordered = ArrowEventLists(ordered_table(events, EVENT_READ_COLUMNS, set(accepted.values("session_id"))))
-    rows = _decision_rows(ordered, _EventView.from_lists(ordered), records, config)
-    return tuples_table(rows, DECISION_SCHEMA)
+    ordered = ordered_table(events, EVENT_READ_COLUMNS, set(accepted.values("session_id")))
+    tables = []
+    for batch, batch_events in _session_batches(ordered, records, batch_events_at_most):
+        lists = ArrowEventLists(batch_events)
+        rows = _decision_rows(lists, _EventView.from_lists(lists), batch, config)
+        tables.append(tuples_table(rows, DECISION_SCHEMA))
+    return pa.concat_tables(tables)
+
+
+def _session_batches(
+    ordered: pa.Table, records: list[dict[str, Any]], events_at_most: int
+) -> Iterator[tuple[list[dict[str, Any]], pa.Table]]:
+    """The sorted attempts `records` in runs of whole sessions, each with its sessions' rows of
+    `ordered` (in their order there), a run holding at most `events_at_most` events unless one
+    session alone holds more. Rows are sorted by session first, so the runs' rows in run order are
+    the rows of all the attempts at once; only a run's Python objects are alive at a time."""
+    starts = pc.indices_nonzero(pc.equal(ordered.column("ordinal"), 0)).to_numpy().astype(np.int64)
+    stops = np.append(starts[1:], ordered.num_rows)
+    span = dict(
+        zip(
+            ordered.column("session_id").take(starts).to_pylist(),
+            zip(starts, stops, strict=True),
+            strict=True,
+        )
+    )
+    batch: list[dict[str, Any]] = []
+    ranges: list[np.ndarray] = []
+    size = 0
+    for session_id, attempts in itertools.groupby(records, key=lambda attempt: attempt["session_id"]):
+        start, stop = span.get(session_id, (0, 0))
+        if batch and size + stop - start > events_at_most:
+            yield batch, ordered.take(np.concatenate(ranges))
+            batch, ranges, size = [], [], 0
+        batch.extend(attempts)
+        ranges.append(np.arange(start, stop))
+        size += stop - start
+    if batch:
+        yield batch, ordered.take(np.concatenate(ranges))
 
 
 _SORT_KEY = operator.itemgetter(
