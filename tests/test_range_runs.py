@@ -251,11 +251,9 @@ def test_arrow_allocates_from_the_c_library_unless_arrow_is_told_otherwise() -> 
     env = {key: value for key, value in os.environ.items() if key != parallel.ARROW_POOL_ENV}
     chosen = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert chosen.stdout.strip() == "system"
-    if "jemalloc" not in pa.supported_memory_backends():  # not in every build of Arrow
-        return
-    env[parallel.ARROW_POOL_ENV] = "jemalloc"
+    env[parallel.ARROW_POOL_ENV] = "mimalloc"
     chosen = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert chosen.stdout.strip() == "jemalloc"
+    assert chosen.stdout.strip() == "mimalloc"
 
 
 @pytest.mark.parametrize("value", ["two", "0", "-1"])
