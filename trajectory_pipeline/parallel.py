@@ -109,9 +109,10 @@ def _main_left_alone(fn: Callable[..., object]) -> Iterator[None]:
 
     A spawned or forkserver-forked worker first imports its parent's `__main__` (as `__mp_main__`),
     in case a task's function is defined there. Under Dagster the parent's main is the `dagster`
-    command, so every worker imported all of Dagster before its first task: about 800 modules and
-    100 MiB a worker, for tasks that live in this package. Workers of a function that does live in
-    a script's `__main__` still import it.
+    command, so every worker imported all of Dagster before its first task, for tasks that live in
+    this package: 800 modules more, 40 to 70 MiB more at a decision-points worker's peak, and on 12
+    days of a busy user's logs 1.8 s of a 16.7 s CLI run. Workers of a function that does live in a
+    script's `__main__` still import it.
     """
     if getattr(fn, "__module__", None) == "__main__":
         yield
