@@ -3,9 +3,12 @@
 - `multiprocess` (default): Dagster's multiprocess executor, each step a process on the machine that
   launched the run. With one machine, a range of days is one run (the daily assets' single-run
   backfill policy) whose steps spread their days over its cores. Steps are forked from a fork
-  server that has imported the code location once (`MULTIPROCESS_CONFIG`), not spawned: Dagster's
-  default spawns a fresh interpreter per step that imports dagster, pandas, pyarrow, mlx and the
-  definitions again, seconds per step on a busy machine (bench/bench_backfill_cli.py).
+  server that has imported Dagster's executor (and so Dagster) once (`MULTIPROCESS_CONFIG`), not
+  spawned: Dagster's default spawns a fresh interpreter per step that imports all of it again,
+  seconds per step on a busy machine (bench/bench_backfill_cli.py). Each step still imports the
+  code location itself. Preloading it too (`preload_modules: [assets.definitions]`) was measured
+  and not kept: the fork server then holds about 144 MiB for the whole run, while the daily chain
+  runs one step at a time, each only about 30 MiB smaller.
 - `celery`: dagster-celery. The run's process hands each step to a Celery queue (`dagster`) on the
   Redis broker `TRAJECTORY_CELERY_BROKER` (also the result backend); any number of worker processes,
   on any machines that share the data directory (an object store, `TRAJECTORY_DATA_DIR=s3://...`)
@@ -31,7 +34,7 @@ import dagster as dg
 
 from trajectory_pipeline import settings
 
-# Dagster preloads the run's code location (the `-m`/`-f` module) in the fork server.
+# An empty forkserver config: the fork server preloads `dagster._core.executor.multiprocess` only.
 MULTIPROCESS_CONFIG: dict[str, Any] = {"start_method": {"forkserver": {}}}
 CELERY_QUEUE = "dagster"  # dagster-celery's queue: its app routes every step task there
 # Added to dagster-celery's own Celery settings (prefetch of one task, its transport options): a
