@@ -5,6 +5,7 @@ import datetime as dt
 import gc
 import os
 import pickle
+import platform
 import subprocess
 import sys
 from collections import Counter
@@ -220,26 +221,60 @@ def test_results_come_back_in_task_order_and_a_failure_is_raised() -> None:
 
 
 WORKER_SCRIPT = """
-import os, sys
+import dataclasses, functools, os, sys
 with open(sys.argv[1], "a") as marks:
     print(__name__, file=marks)  # once per import of this script
+
+@dataclasses.dataclass
+class Task:
+    n: int
+
+def scale(k, task):
+    return k * task.n
+
 if __name__ == "__main__":
     from trajectory_pipeline import parallel
-    print(parallel.map_in_processes(os.path.basename, ["a/one", "b/two", "c/three"], workers=2))
+    names = ["a/one", "b/two", "c/three", "d/four", "e/five", "f/six"]
+    print(parallel.map_in_processes(os.path.basename, names, workers=3))
+    if sys.argv[2:] == ["--with-main"]:  # a partial of a function and tasks defined here
+        print(parallel.map_in_processes(functools.partial(scale, 3), [Task(1), Task(2)], workers=2))
 """
+
+
+def _run_script(tmp_path: Path, *args: str) -> tuple[list[str], list[str]]:
+    script, marks = tmp_path / "main_script.py", tmp_path / "imports.txt"
+    script.write_text(WORKER_SCRIPT)
+    path = [str(CHECKOUT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+    run = subprocess.run(
+        [sys.executable, str(script), str(marks), *args], env=env, capture_output=True, text=True, check=True
+    )
+    return run.stdout.split("\n")[:-1], marks.read_text().split()
 
 
 def test_workers_do_not_import_the_callers_main_script(tmp_path: Path) -> None:
     """Under Dagster the caller's main script is the `dagster` command: a worker that imported it
-    (as multiprocessing does, `__mp_main__`) paid for all of Dagster before its first task."""
-    script, marks = tmp_path / "main_script.py", tmp_path / "imports.txt"
-    script.write_text(WORKER_SCRIPT)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(CHECKOUT), os.environ.get("PYTHONPATH", "")])}
-    run = subprocess.run(
-        [sys.executable, str(script), str(marks)], env=env, capture_output=True, text=True, check=True
-    )
-    assert run.stdout.strip() == "['one', 'two', 'three']"
-    assert marks.read_text().split() == ["__main__"]
+    (as multiprocessing does, `__mp_main__`) paid for all of Dagster before its first task. Quick
+    tasks: a worker may start at any submit, not only the first ones."""
+    printed, imports = _run_script(tmp_path)
+    assert printed == ["['one', 'two', 'three', 'four', 'five', 'six']"]
+    assert imports == ["__main__"]
+
+
+def test_tasks_defined_in_the_callers_main_script_still_run(tmp_path: Path) -> None:
+    """A function (even behind a partial) or a task class of the script itself: its workers import
+    the script, as before."""
+    printed, imports = _run_script(tmp_path, "--with-main")
+    assert printed[-1] == "[3, 6]"
+    assert imports.count("__mp_main__") == 2 and imports[0] == "__main__"
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc", reason="malloc_trim is glibc's"
+)
+def test_workers_can_hand_freed_heap_back_on_glibc() -> None:
+    assert parallel._malloc_trim() is not None
+    parallel._trim_heap()
 
 
 def test_arrow_allocates_from_the_c_library_unless_arrow_is_told_otherwise() -> None:
@@ -251,6 +286,8 @@ def test_arrow_allocates_from_the_c_library_unless_arrow_is_told_otherwise() -> 
     env = {key: value for key, value in os.environ.items() if key != parallel.ARROW_POOL_ENV}
     chosen = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert chosen.stdout.strip() == "system"
+    if "mimalloc" not in pa.supported_memory_backends():  # not in every build of Arrow
+        return
     env[parallel.ARROW_POOL_ENV] = "mimalloc"
     chosen = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert chosen.stdout.strip() == "mimalloc"

@@ -26,6 +26,7 @@ import gc
 import multiprocessing
 import multiprocessing.forkserver
 import os
+import pickle
 import sys
 import types
 from collections import deque
@@ -80,13 +81,13 @@ def imap_in_processes(fn: Callable[[T], R], tasks: Sequence[T], workers: int) ->
     if workers <= 1:
         yield from (run(task) for task in tasks)
         return
+    hidden = contextlib.nullcontext if _mentions_main(fn, tasks) else _main_hidden
     with ProcessPoolExecutor(max_workers=workers, mp_context=_context()) as pool:
         pending: deque[Future[R]] = deque()
         try:
-            with _main_left_alone(fn):  # the first submits start the workers
-                pending.extend(pool.submit(run, task) for task in tasks[:workers])
-            for task in tasks[workers:]:
-                pending.append(pool.submit(run, task))
+            for task in tasks:
+                with hidden():  # a submit may start a worker process
+                    pending.append(pool.submit(run, task))
                 if len(pending) >= 2 * workers:
                     yield pending.popleft().result()
             while pending:
@@ -103,20 +104,26 @@ def warm_up(workers: int) -> None:
         multiprocessing.forkserver.ensure_running()
 
 
+def _mentions_main(fn: Callable[..., object], tasks: Sequence[object]) -> bool:
+    """Whether the function or a task refers to something defined in a script's `__main__` (a
+    function, a partial of one, a class of the tasks): then the workers need that script."""
+    return any(b"__main__" in pickle.dumps(part) for part in (fn, *tasks))
+
+
 @contextlib.contextmanager
-def _main_left_alone(fn: Callable[..., object]) -> Iterator[None]:
-    """While workers start, keep them from importing the caller's main script.
+def _main_hidden() -> Iterator[None]:
+    """While a worker may start, keep it from importing the caller's main script.
 
     A spawned or forkserver-forked worker first imports its parent's `__main__` (as `__mp_main__`),
-    in case a task's function is defined there. Under Dagster the parent's main is the `dagster`
-    command, so every worker imported all of Dagster before its first task, for tasks that live in
-    this package: 800 modules more, 40 to 70 MiB more at a decision-points worker's peak, and on 12
-    days of a busy user's logs 1.8 s of a 16.7 s CLI run. Workers of a function that does live in a
-    script's `__main__` still import it.
+    in case a task refers to something defined there. Under Dagster the parent's main is the
+    `dagster` command, so every worker imported all of Dagster before its first task, for tasks that
+    live in this package: 800 modules more, 40 to 70 MiB more at a decision-points worker's peak,
+    and on 12 days of a busy user's logs 1.8 s of a 16.7 s CLI run. The worker is started (if at
+    all) inside `submit`, which reads `__main__` then; so `__main__` is a module with no file for
+    the length of a submit: microseconds, milliseconds when a worker starts. Used only when nothing
+    submitted refers to `__main__` (`_mentions_main`), so the pool's thread that pickles the tasks
+    never needs it either.
     """
-    if getattr(fn, "__module__", None) == "__main__":
-        yield
-        return
     main = sys.modules["__main__"]
     sys.modules["__main__"] = types.ModuleType("__main__")  # no file, no spec: nothing to import
     try:
@@ -189,10 +196,14 @@ def _trim_heap() -> None:
 
 @functools.cache
 def _malloc_trim() -> Callable[[int], int] | None:
-    try:  # the symbols the process already has, the C library's among them
-        return ctypes.CDLL(None).malloc_trim  # type: ignore[no-any-return]
-    except (OSError, AttributeError):  # musl, macOS: no malloc_trim
+    if not sys.platform.startswith("linux"):
         return None
+    try:  # the symbols the process already has, the C library's among them
+        release = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # musl: no malloc_trim
+        return None
+    release.argtypes, release.restype = [ctypes.c_size_t], ctypes.c_int
+    return release  # type: ignore[no-any-return]
 
 
 def _run_sparing_gc(fn: Callable[[T], R], task: T) -> R:

@@ -21,6 +21,7 @@ import pytest
 
 from trajectory_pipeline.decisions import points as decisions
 from trajectory_pipeline.decisions.points import (
+    CUT_BATCH_EVENTS,
     DECISION_SCHEMA,
     TIERS,
     DecisionConfig,
@@ -605,6 +606,20 @@ def test_an_attempt_outside_its_session_is_an_error(stub_mining) -> None:
         ValueError, match=r"attempt a1 spans ordinals 0\.\.40 of session s1, which has 12 events"
     ):
         extract_decision_points(t.events(), pd.DataFrame([t.attempt(last=40)]))
+
+
+@pytest.mark.parametrize("batch_events", [1, CUT_BATCH_EVENTS])
+def test_an_attempt_of_a_session_without_events_is_an_error(stub_mining, batch_events: int) -> None:
+    """Cut in batches, a session with no events is a batch of its own: the same clear message."""
+    t = four_turns()
+    stub_mining(t)
+    orphan = {**t.attempt(), "attempt_id": "a0", "session_id": "s0"}
+    attempts = pa.Table.from_pandas(pd.DataFrame([orphan, t.attempt()]), preserve_index=False)
+    events = pa.Table.from_pandas(t.events(), preserve_index=False)
+    with pytest.raises(
+        ValueError, match=r"attempt a0 spans ordinals 0\.\.\d+ of session s0, which has 0 events"
+    ):
+        decision_points_table(events, attempts, batch_events_at_most=batch_events)
 
 
 def test_missing_columns_are_named() -> None:

@@ -595,11 +595,9 @@ def _decision_rows(
 def _session_rows(view: _EventView) -> dict[str, tuple[int, int]]:
     """Session id -> its rows [start, stop) in ordered events (each session's ordinals start at 0)."""
     starts = [i for i, ordinal in enumerate(view.ordinals) if ordinal == 0]
+    stops = [*starts[1:], len(view.ordinals)] if starts else []  # no events (a batch of a missing session)
     session_ids = view.columns["session_id"]
-    return {
-        str(session_ids[start]): (start, stop)
-        for start, stop in zip(starts, [*starts[1:], len(view.ordinals)], strict=True)
-    }
+    return {str(session_ids[start]): (start, stop) for start, stop in zip(starts, stops, strict=True)}
 
 
 def arguments_unparseable(source_arguments: Mapping[str, Any]) -> bool:
