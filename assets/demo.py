@@ -63,7 +63,12 @@ from trajectory_pipeline.sample.tiny_base import (
     learned_on,
     pretraining_record,
 )
-from trajectory_pipeline.sample.tiny_model import TinyModelSpec, build_tiny_model, corpus_texts
+from trajectory_pipeline.sample.tiny_model import (
+    TinyModelSpec,
+    build_tiny_model,
+    built_from,
+    corpus_texts,
+)
 
 BATCH_SIZE = 4  # mlx-lm's default; the data directory must hold a batch in every split
 # Records for a small model, for both models alike: the task and a compact state before each
@@ -195,12 +200,18 @@ def learned_base(root: Path, model_dir: Path) -> dict[str, Any]:
     The generic sample corpus goes through the project's own daily stages in an ephemeral instance
     (not yours: these are not your sessions) into `root`; the tokenizer and every weight learn
     from its training split.
-    A model directory already holding that base is kept as it is.
+    A model directory already holding that base, built from that corpus by today's builder and
+    spec, is kept as it is.
     """
     data = root / "mlx"
     spec = CorpusSpec(profile="generic")
     done = pretraining_record(model_dir)
-    if done is not None and data.is_dir() and learned_on(done, data, DEMO_BASE):
+    if (
+        done is not None
+        and data.is_dir()
+        and learned_on(done, data, DEMO_BASE)
+        and built_from(model_dir, corpus_texts([data / "train.jsonl"]), DEMO_MODEL)
+    ):
         print(f"\nLearned base: {model_dir} (built once, in {done['seconds']:.0f}s)")
         return done
     print(f"\nLearning the base model on other people's sessions ({DEMO_BASE.iters} steps, once) ...")

@@ -21,7 +21,7 @@ from trajectory_pipeline.dataset.mlx_data import write_mlx_dataset
 from trajectory_pipeline.evaluation.replay import ReplayConfig, case_from_row, evaluate_model
 from trajectory_pipeline.evaluation.schema import SEEN_EXACT
 from trajectory_pipeline.sample.tiny_base import BaseTraining, learn_base
-from trajectory_pipeline.sample.tiny_model import TinyModelSpec, build_tiny_model
+from trajectory_pipeline.sample.tiny_model import TinyModelSpec, build_tiny_model, corpus_texts
 
 RECORDS = 8
 MAX_TARGET_CHARS = 300
@@ -54,7 +54,7 @@ def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pd.DataFrame]
     write_mlx_dataset(pd.concat(copies), root / "data", batch_size=4)
     model = build_tiny_model(
         root / "model",
-        list(rows["record"]),
+        corpus_texts([root / "data" / "train.jsonl"]),
         TinyModelSpec(hidden_size=128, intermediate_size=256),
     )
     record = learn_base(

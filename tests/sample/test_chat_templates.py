@@ -87,7 +87,7 @@ def family_model(
 ) -> Any:
     family = request.param
     out = tmp_path_factory.mktemp(family) / "tiny"
-    return family, build_tiny_model(out, corpus_texts([corpus]), SMALL, family=family)
+    return family, build_tiny_model(out, corpus_texts([corpus], family), SMALL, family=family)
 
 
 def _answer(tokenizer: Any, record: dict[str, Any]) -> str:

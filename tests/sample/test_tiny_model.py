@@ -17,6 +17,7 @@ from trajectory_pipeline.sample.tiny_model import (
     TinyModelSpec,
     add_arguments,
     build_tiny_model,
+    built_from,
     corpus_texts,
     run,
 )
@@ -150,12 +151,46 @@ def test_rebuilds_byte_for_byte_whatever_the_text_order(tmp_path: Path, corpus: 
     assert digests["tokenizer.json"] == _digests(tiny)["tokenizer.json"]
 
 
-def test_corpus_texts_reads_contents_calls_and_tool_specs(corpus: Path) -> None:
+def test_built_from_tells_a_model_kept_from_another_build(tmp_path: Path, corpus: Path, tiny: Path) -> None:
+    """The demo keeps its learned base only while the builder would write the same tokenizer and
+    config: a base from before the spec or the tokenizer's training changed is built again."""
     texts = list(corpus_texts([corpus / "train.jsonl"]))
-    assert "Fix the failing test in utils.py" in texts
-    assert '{"name": "grep_files", "arguments": {"pattern":"def add"}}' in texts
-    assert '{"name": "grep_files", "arguments": {"pattern": "def add"}}' in texts  # object arguments
-    assert any(text.startswith('{"type": "function", "function": {"name": "read_file"') for text in texts)
+    assert built_from(tiny, texts, SMALL)
+    assert not built_from(tiny, texts, TinyModelSpec(**{**SMALL.__dict__, "layers": 2}))
+    assert not built_from(tiny, [*texts, "another corpus's text, another corpus's text"], SMALL)
+    assert not built_from(tmp_path / "missing", texts, SMALL)
+
+
+def test_corpus_texts_are_the_records_as_the_model_reads_them(corpus: Path, tiny: Path) -> None:
+    from mlx_lm import load
+
+    tokenizer: Any = load(str(tiny))[1]
+    texts = list(corpus_texts([corpus / "train.jsonl"]))
+    records = _records() * 3 + _records("object")
+    assert texts == [
+        tokenizer.apply_chat_template(record["messages"], tools=record["tools"], tokenize=False)
+        for record in records
+    ]
+    assert '{"name": "grep_files", "arguments": {"pattern":"def add"}}' in texts[1]
+    assert '{"name": "grep_files", "arguments": {"pattern": "def add"}}' in texts[-2]  # object arguments
+
+
+def test_the_tokenizer_mlx_lm_loads_splits_text_as_it_was_trained(tmp_path: Path, corpus: Path) -> None:
+    """transformers loads a qwen2 model's tokenizer as Qwen2Tokenizer, with its own split (a digit a
+    piece, punctuation joined to the word after it): the merges must have been learned on the same
+    pieces, or they apply to other text than they were learned on."""
+    from mlx_lm import load
+    from tokenizers import Tokenizer
+
+    log = "exit 1 after 2024 tests in 12.5s: /home/user/src/app.py"
+    model = build_tiny_model(tmp_path / "tiny", [*corpus_texts([corpus / "train.jsonl"]), *[log] * 20], SMALL)
+    loaded: Any = load(str(model))[1]
+    trained = Tokenizer.from_file(str(model / "tokenizer.json"))
+    record = _records()[0]
+    text = loaded.apply_chat_template(record["messages"], tools=record["tools"], tokenize=False)
+    for sample in (text, log, "café\n\n  x"):
+        assert loaded.encode(sample, add_special_tokens=False) == trained.encode(sample).ids
+    assert len(trained.encode(log).ids) < len(log) // 2  # merges learned, not bytes
 
 
 @pytest.mark.parametrize(

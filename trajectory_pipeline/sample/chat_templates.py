@@ -17,11 +17,9 @@ the template (each family's name is its convention's name there):
 - `llama3_json` (Llama 3.1 / 3.2 JSON tool calling): `<|start_header_id|>role<|end_header_id|>`
   turns after `<|begin_of_text|>`, tools and the call format in the system turn, a call as the
   assistant turn `{"name": "f", "parameters": {...}}`, results in an `ipython` turn; the turn ends
-  with `<|eot_id|>`. Its tokenizer.json splits text with Llama 3's pre-tokenizer pattern, which
-  keeps `\\n\\n` one piece whatever follows (GPT-2's byte-level split makes `\\n\\n{` two pieces
-  but a final `\\n\\n` one), so the generation prompt, which ends in `<|end_header_id|>\\n\\n`, is a
-  token prefix of the prompt with the answer. (transformers 5 loads these tokenizers as
-  Qwen2Tokenizer, from `model_type: qwen2`, with Qwen2's own split, which does the same here.)
+  with `<|eot_id|>`. The generation prompt ends in `<|end_header_id|>\n\n`: the tokenizers' split
+  (below) keeps a run of newlines one piece whatever follows, so it is a token prefix of the prompt
+  with the answer.
 - `mistral` (Mistral v7 style, e.g. Mistral Small 3): `<s>`, `[SYSTEM_PROMPT]...[/SYSTEM_PROMPT]`,
   `[AVAILABLE_TOOLS]...[/AVAILABLE_TOOLS]` before the last user turn `[INST]...[/INST]`, a call as
   `[TOOL_CALLS][{"name": "f", "arguments": {...}}]`, results as `[TOOL_RESULTS]...[/TOOL_RESULTS]`;
@@ -39,7 +37,9 @@ Tokens: `special_tokens` are the turn structure (decoding with skip_special_toke
 decoding keeps them, as in Qwen2.5. llguidance takes an added token as one token (a grammar asks
 for the token, not its spelling) when it is special or shaped `<...>`, so Mistral's
 `[TOOL_CALLS]` is special, as in Mistral's own tokenizers (mlx-lm and `tokenizer.decode` keep
-special tokens).
+special tokens). Every family's text is split as transformers splits it when it loads the tiny
+model's tokenizer: `model_type: qwen2` makes it a Qwen2Tokenizer, whose own split and NFC
+normalization replace whatever tokenizer.json says (`tiny_model.train_tokenizer`).
 """
 
 from __future__ import annotations
@@ -305,13 +305,6 @@ LLAMA3_JSON_TEXTS = (
     '{"name": "read_file", "parameters": {}}',
 )
 
-# Llama 3's pre-tokenizer pattern (as its tokenizer.json has it): a run of newlines is one piece
-# whatever follows, so `\n\n{` splits as `\n\n` and `{`.
-LLAMA3_PATTERN = (
-    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
-    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
-)
-
 BOS, EOS, PAD, TOOL_CALLS = "<s>", "</s>", "<pad>", "[TOOL_CALLS]"
 
 # Mistral's v7 template (Mistral Small 3), tools as signatures, calls without ids.
@@ -376,7 +369,6 @@ class ChatFamily:
     special_tokens: tuple[str, ...]  # the turn structure, in id order (bos, eos and pad among them)
     tag_tokens: tuple[str, ...]  # call markers: single tokens that decoding keeps
     template_texts: tuple[str, ...]  # the template's prose, for the tokenizer to learn
-    pre_tokenizer_pattern: str | None = None  # None: byte-level BPE's own (GPT-2's) pattern
 
     @property
     def added_tokens(self) -> tuple[str, ...]:
@@ -406,7 +398,6 @@ FAMILIES: dict[str, ChatFamily] = {
         (BEGIN_OF_TEXT, END_OF_TEXT, START_HEADER, END_HEADER, EOT),
         (),
         LLAMA3_JSON_TEXTS,
-        LLAMA3_PATTERN,
     ),
     MISTRAL: ChatFamily(
         MISTRAL,
