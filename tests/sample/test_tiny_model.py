@@ -235,7 +235,16 @@ def test_cli_builds_from_a_data_directory(
     assert run(args) == 0
     assert _digests(tmp_path / "cli") == _digests(tiny)
     assert "model.safetensors" in capsys.readouterr().out
-    with pytest.raises(FileNotFoundError, match=r"expected an mlx-lm data directory or a \.jsonl file"):
-        run(_parse(["--out", str(tmp_path / "x"), "--data", str(tmp_path / "missing")]))
-    with pytest.raises(FileNotFoundError, match=r"without train\.jsonl"):
-        run(_parse(["--out", str(tmp_path / "x"), "--data", str(tmp_path / "cli")]))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "?"}\n')
+    for data, message in [
+        (tmp_path / "missing", r"expected an mlx-lm data directory or a .jsonl file"),
+        (tmp_path / "cli", r"without train.jsonl"),
+        (bad, r"bad.jsonl:1: expected an mlx-lm record"),
+    ]:
+        assert run(_parse(["--out", str(tmp_path / "x"), "--data", str(data)])) == 2
+        error = capsys.readouterr().err
+        assert error.startswith("trajectory-pipeline tiny-model: ") and message in error
+        assert "Traceback" not in error and error.count("\n") == 1
+    assert run(_parse(["--out", str(tmp_path / "x"), "--data", str(corpus), "--layers", "0"])) == 2
+    assert "layers must be a positive integer, got 0" in capsys.readouterr().err

@@ -427,14 +427,19 @@ def spec_from_arguments(args: argparse.Namespace) -> TinyModelSpec:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Build the model the parsed flags describe and print what was written."""
+    """Build the model the parsed flags describe and print what was written; a bad flag, a missing
+    data directory or an unreadable record is one line on stderr and exit code 2."""
     import time
 
-    spec = spec_from_arguments(args)
-    files = data_files(args.data)
     started = time.perf_counter()
     family = getattr(args, "family", HERMES)
-    out = build_tiny_model(args.out, corpus_texts(files, family), spec, family)
+    try:
+        spec = spec_from_arguments(args)
+        files = data_files(args.data)
+        out = build_tiny_model(args.out, corpus_texts(files, family), spec, family)
+    except (ValueError, OSError) as err:
+        print(f"trajectory-pipeline tiny-model: {err}", file=sys.stderr)
+        return 2
     config = json.loads((out / "config.json").read_text())
     print(f"built {out} in {time.perf_counter() - started:.1f}s from {len(files)} file(s)")
     print(f"  qwen2: {json.dumps(asdict(spec), sort_keys=True)}; tokenizer vocab {config['vocab_size']}")
