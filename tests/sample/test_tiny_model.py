@@ -175,6 +175,23 @@ def test_corpus_texts_are_the_records_as_the_model_reads_them(corpus: Path, tiny
     assert '{"name": "grep_files", "arguments": {"pattern": "def add"}}' in texts[-2]  # object arguments
 
 
+def test_corpus_texts_read_completions_and_text_records_as_mlx_lm_does(tmp_path: Path, tiny: Path) -> None:
+    from mlx_lm import load
+    from mlx_lm.tuner.datasets import CompletionsDataset
+
+    tokenizer: Any = load(str(tiny))[1]
+    completion = {
+        "prompt": "Fix utils.py",
+        "completion": '{"name": "read_file"}',
+        "tools": _records()[0]["tools"],
+    }
+    data = _write_jsonl(tmp_path / "mixed.jsonl", [completion, {"text": "plain text"}])
+    rendered, text = corpus_texts([data])
+    dataset = CompletionsDataset([completion], tokenizer, "prompt", "completion", mask_prompt=False)
+    tokens, _ = dataset.process(completion)
+    assert tokenizer.encode(rendered, add_special_tokens=False) == tokens and text == "plain text"
+
+
 def test_the_tokenizer_mlx_lm_loads_splits_text_as_it_was_trained(tmp_path: Path, corpus: Path) -> None:
     """transformers loads a qwen2 model's tokenizer as Qwen2Tokenizer, with its own split (a digit a
     piece, punctuation joined to the word after it): the merges must have been learned on the same

@@ -492,6 +492,17 @@ def prompt_and_target(record: dict[str, Any]) -> tuple[str, str]:
     return transcript(chat), target
 
 
+def chat_of(record: Mapping[str, Any]) -> list[Message]:
+    """The conversation mlx-lm's datasets put through the chat template for a record: its messages,
+    or a completions record's prompt and completion as a user and an assistant turn."""
+    if "prompt" in record and "completion" in record:
+        return [
+            {"role": "user", "content": record["prompt"]},
+            {"role": "assistant", "content": record["completion"]},
+        ]
+    return list(record["messages"])
+
+
 def record_length(record: dict[str, Any], tokenizer: Any | None = None) -> int:
     """The record's length as the model sees it.
 
@@ -502,15 +513,8 @@ def record_length(record: dict[str, Any], tokenizer: Any | None = None) -> int:
     """
     kind = _record_format(record)
     if tokenizer is not None:
-        if kind == "completions":
-            messages = [
-                {"role": "user", "content": record["prompt"]},
-                {"role": "assistant", "content": record["completion"]},
-            ]
-        else:
-            messages = record["messages"]
         tokens = tokenizer.apply_chat_template(
-            messages, tools=record.get("tools"), tokenize=True, return_dict=False
+            chat_of(record), tools=record.get("tools"), tokenize=True, return_dict=False
         )
         return len(tokens)
     if kind == "completions":

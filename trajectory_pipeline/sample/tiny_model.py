@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from trajectory_pipeline.dataset.render import chat_of
 from trajectory_pipeline.parquet_io import ensure_private_dir, write_bytes_atomic
 from trajectory_pipeline.sample.chat_templates import (
     CHAT_TEMPLATE,
@@ -168,27 +169,12 @@ def model_config(
 
 
 def _record_text(record: Mapping[str, Any], where: str, chat: ChatFamily) -> str:
-    if "messages" in record:
-        if not record["messages"]:
-            return ""
-        from jinja2 import TemplateError
-        from transformers.utils.chat_template_utils import render_jinja_template
-
-        try:
-            rendered = render_jinja_template(
-                conversations=[record["messages"]],
-                tools=record.get("tools") or None,
-                chat_template=chat.chat_template,
-                bos_token=chat.bos,
-                eos_token=chat.eos,
-            )
-        except (TemplateError, TypeError, KeyError, AttributeError) as err:
-            raise ValueError(
-                f"{where}: the {chat.name} chat template cannot render this record ({err})"
-            ) from err
-        return str(rendered[0][0])  # (one text per conversation, generation indices)
-    if "prompt" in record and "completion" in record:
-        return f"{record['prompt']}{record['completion']}"
+    """The text mlx-lm trains on for a record: a completions or chat record through the chat
+    template (the conversation `chat_of` gives, as mlx-lm's datasets build it), a text record as
+    it is."""
+    if "messages" in record or {"prompt", "completion"} <= record.keys():
+        messages = chat_of(record)
+        return _rendered(messages, record.get("tools"), where, chat) if messages else ""
     if "text" in record:
         return str(record["text"])
     raise ValueError(
@@ -197,9 +183,26 @@ def _record_text(record: Mapping[str, Any], where: str, chat: ChatFamily) -> str
     )
 
 
+def _rendered(messages: list[dict[str, Any]], tools: Any, where: str, chat: ChatFamily) -> str:
+    from jinja2 import TemplateError
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    try:
+        rendered = render_jinja_template(
+            conversations=[messages],
+            tools=tools or None,
+            chat_template=chat.chat_template,
+            bos_token=chat.bos,
+            eos_token=chat.eos,
+        )
+    except (TemplateError, TypeError, KeyError, AttributeError) as err:
+        raise ValueError(f"{where}: the {chat.name} chat template cannot render this record ({err})") from err
+    return str(rendered[0][0])  # (one text per conversation, generation indices)
+
+
 def corpus_texts(jsonl_paths: Iterable[Path], family: str = HERMES) -> Iterator[str]:
-    """Each record of mlx-lm JSONL files as the model will read it (a chat record through `family`'s
-    template, its tools block included), to train the tokenizer on.
+    """Each record of mlx-lm JSONL files as the model will read it (a chat or completions record
+    through `family`'s template, its tools block included), to train the tokenizer on.
 
     The rendered text, not the records' parts: the template's prose and the tools block are in
     every record the model reads, and a tokenizer that learns them where they recur spends fewer
