@@ -1,14 +1,23 @@
 """Where a run's steps execute, chosen by `TRAJECTORY_EXECUTOR` when the definitions load.
 
-- `multiprocess` (default): Dagster's multiprocess executor, each step a process on the machine that
-  launched the run. With one machine, a range of days is one run (the daily assets' single-run
-  backfill policy) whose steps spread their days over its cores. Steps are forked from a fork
+- `in_process` (default): Dagster's in-process executor, the run's steps one after another in the
+  run's own process (the `dagster asset materialize` process, or the run worker the daemon or the
+  UI launches). With one machine, a range of days is one run (the daily assets' single-run backfill
+  policy), and each step already spreads its days over the machine's cores in processes of its own
+  (`TRAJECTORY_WORKERS`, trajectory_pipeline/parallel.py); the daily chain is a line, so no two of
+  its steps could run at once anyway. A process per step would only import the code location
+  (pandas, pyarrow, the stages) once more for each. Measured with `dagster asset materialize` over
+  150 days of own-agent logs (bench/bench_backfill_cli.py, one run each, same machine): 87.7 s and a
+  peak of 919 MiB (all processes, PSS) with `multiprocess`, 80.7 s and 755 MiB in process; over 12
+  days, 17.1 s and 760 MiB against 10.6 s and 621 MiB.
+- `multiprocess`: Dagster's multiprocess executor, each step a process on the machine that launched
+  the run, for graphs whose independent steps should run side by side. Steps are forked from a fork
   server that has imported Dagster's executor (and so Dagster) once (`MULTIPROCESS_CONFIG`), not
   spawned: Dagster's default spawns a fresh interpreter per step that imports all of it again,
-  seconds per step on a busy machine (bench/bench_backfill_cli.py). Each step still imports the
-  code location itself. Preloading it too (`preload_modules: [assets.definitions]`) was measured
-  and not kept: the fork server then holds about 144 MiB for the whole run, while the daily chain
-  runs one step at a time, each only about 30 MiB smaller.
+  seconds per step on a busy machine. Each step still imports the code location itself. Preloading
+  it too (`preload_modules: [assets.definitions]`) was measured and not kept: the fork server then
+  holds about 144 MiB for the whole run, while the daily chain runs one step at a time, each only
+  about 30 MiB smaller.
 - `celery`: dagster-celery. The run's process hands each step to a Celery queue (`dagster`) on the
   Redis broker `TRAJECTORY_CELERY_BROKER` (also the result backend); any number of worker processes,
   on any machines that share the data directory (an object store, `TRAJECTORY_DATA_DIR=s3://...`)
@@ -67,4 +76,6 @@ def executor() -> dg.ExecutorDefinition:
                 chosen, "dagster-k8s is not installed: pip install 'trajectory-pipeline[k8s]'."
             ) from None
         return k8s_job_executor
-    return dg.multiprocess_executor.configured(MULTIPROCESS_CONFIG, name="multiprocess")
+    if chosen == "multiprocess":
+        return dg.multiprocess_executor.configured(MULTIPROCESS_CONFIG, name="multiprocess")
+    return dg.in_process_executor

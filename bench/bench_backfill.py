@@ -7,9 +7,10 @@ project's dagster.yaml) and warehouse:
 - in process: the job's `execute_in_process`, once with the range tags, or once per day. The gap is
   Dagster's own per-run work (run record, event log, step orchestration, IO manager calls) alone.
 - as processes: the documented command, `dagster asset materialize --partition-range A...B`, or
-  `--partition D` once per day. Each is a fresh process that loads the code location and runs each
-  step in a child process (the multiprocess executor), as a run the daemon launches does; that
-  start-up is what a run per day repeats.
+  `--partition D` once per day. Each is a fresh process that loads the code location and runs the
+  steps on the executor `TRAJECTORY_EXECUTOR` names (in its own process by default; a child process
+  per step with `multiprocess`), as a run the daemon launches does; that start-up is what a run per
+  day repeats.
 
 Overhead per partition = (time of N runs - time of one range run) / N. Medians of `--repeat`
 interleaved measurements; the section `bench_backfill` of bench/RESULTS.md is rewritten.

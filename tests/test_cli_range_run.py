@@ -1,7 +1,8 @@
 """The CLI range run a user types, `dagster asset materialize -m assets.definitions --partition-range`,
-runs its steps on the multiprocess executor (forked from a fork server, assets/executors.py) and
-must store the same rows as the in-process run of `trajectory-pipeline materialize`, day by day.
-bench/bench_backfill_cli.py times this very command.
+runs its steps on the executor `TRAJECTORY_EXECUTOR` names (assets/executors.py): in the run's
+process by default, or each in a process forked from a fork server (`multiprocess`). Either way it
+must store the same rows as `trajectory-pipeline materialize`, day by day. bench/bench_backfill_cli.py
+times this very command.
 
     .venv/bin/python -m pytest tests/test_cli_range_run.py -q
 """
@@ -47,27 +48,30 @@ def test_the_cli_range_run_stores_the_rows_of_the_in_process_run(tmp_path: Path)
     generate_corpus(tmp_path / "corpus", spec)
     first, last = spec.dates[0].isoformat(), LAST.isoformat()
     bin_dir = Path(sys.executable).parent
+    dagster = [str(bin_dir / "dagster"), "asset", "materialize", "-m", "assets.definitions"]
+    # name: (command, TRAJECTORY_EXECUTOR, how Dagster says it executes the steps)
     commands = {
-        "dagster": [str(bin_dir / "dagster"), "asset", "materialize", "-m", "assets.definitions"],
-        "in_process": [sys.executable, "-m", "trajectory_pipeline.cli", "materialize"],
+        "trajectory-pipeline": ([sys.executable, "-m", "trajectory_pipeline.cli", "materialize"], "", None),
+        "dagster": (dagster, "", "in process"),
+        "dagster-multiprocess": (dagster, "multiprocess", "using multiprocess executor"),
     }
-    for name, command in commands.items():
+    for name, (command, executor, announced) in commands.items():
         home = tmp_path / name
         home.mkdir()
         done = subprocess.run(
             [*command, "--select", SELECT, "--partition-range", f"{first}...{last}"],
             cwd=REPO_ROOT,
-            env=environment(tmp_path / "corpus", home, first),
+            env={**environment(tmp_path / "corpus", home, first), "TRAJECTORY_EXECUTOR": executor},
             capture_output=True,
             text=True,
         )
         assert done.returncode == 0, done.stderr[-3000:]
-        if name == "dagster":
-            assert "Executing steps using multiprocess executor" in done.stderr + done.stdout
+        if announced is not None:
+            assert f"Executing steps {announced}" in done.stderr + done.stdout
     for asset in ASSETS:
         for day in spec.dates:
             tables = [
                 pq.read_table(tmp_path / name / "warehouse" / asset / f"{day}.parquet") for name in commands
             ]
             assert tables[0].num_rows > 0 or asset == "raw_sessions_quarantine", (asset, day)
-            assert tables[0].equals(tables[1]), (asset, day)
+            assert all(table.equals(tables[0]) for table in tables[1:]), (asset, day)

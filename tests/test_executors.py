@@ -12,17 +12,29 @@ import yaml
 
 from assets import executors, partitions
 from tests.conftest import REPO_ROOT
+from trajectory_pipeline import settings
 
 
-def test_multiprocess_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_in_process_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TRAJECTORY_EXECUTOR", raising=False)
+    assert executors.executor() is dg.in_process_executor
+
+
+def test_multiprocess_forks_its_steps_from_a_fork_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRAJECTORY_EXECUTOR", "multiprocess")
     chosen = executors.executor()
     assert chosen.name == "multiprocess"
     assert chosen.executor_creation_fn is dg.multiprocess_executor.executor_creation_fn
-    # Steps are forked from a fork server that imported the code location once, not spawned.
+    # Steps are forked from a fork server that imported Dagster once, not spawned.
     resolved = chosen.config_schema.resolve_config({})
     assert resolved.success
     assert resolved.value["config"]["start_method"] == {"forkserver": {}}
+
+
+def test_an_unknown_executor_names_the_choices(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRAJECTORY_EXECUTOR", "threads")
+    with pytest.raises(settings.SettingError, match="in_process, multiprocess, celery, k8s"):
+        executors.executor()
 
 
 def test_celery_runs_on_the_broker_the_workers_read(monkeypatch: pytest.MonkeyPatch) -> None:

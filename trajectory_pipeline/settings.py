@@ -109,10 +109,11 @@ BACKFILL_DAYS_PER_RUN = Setting(
 )
 EXECUTOR = Setting(
     "TRAJECTORY_EXECUTOR",
-    "multiprocess",
+    "in_process",
     "at load",
-    "Where a run's steps execute: multiprocess (the machine that launches the run), celery (Celery "
-    "workers) or k8s (a Kubernetes Job per step).",
+    "Where a run's steps execute: in_process (one after another in the run's process), multiprocess "
+    "(a process each, on the machine that launches the run), celery (Celery workers) or k8s (a "
+    "Kubernetes Job per step).",
 )
 CELERY_BROKER = Setting(
     "TRAJECTORY_CELERY_BROKER",
@@ -327,13 +328,13 @@ def backfill_days_per_run() -> int | None:
     return int(value)
 
 
-EXECUTORS = ("multiprocess", "celery", "k8s")
+EXECUTORS = ("in_process", "multiprocess", "celery", "k8s")
 
 
 def executor() -> str:
     value = (EXECUTOR.value() or EXECUTOR.default).lower()
     if value not in EXECUTORS:
-        raise EXECUTOR.fail(value, f"use one of {', '.join(EXECUTORS)}, or unset it (multiprocess).")
+        raise EXECUTOR.fail(value, f"use one of {', '.join(EXECUTORS)}, or unset it (in_process).")
     return value
 
 
