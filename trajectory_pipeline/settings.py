@@ -334,7 +334,7 @@ EXECUTORS = ("in_process", "multiprocess", "celery", "k8s")
 def executor() -> str:
     value = (EXECUTOR.value() or EXECUTOR.default).lower()
     if value not in EXECUTORS:
-        raise EXECUTOR.fail(value, f"use one of {', '.join(EXECUTORS)}, or unset it (in_process).")
+        raise EXECUTOR.fail(value, f"use one of {', '.join(EXECUTORS)}, or unset it ({EXECUTOR.default}).")
     return value
 
 
@@ -356,7 +356,9 @@ def registry_url() -> str | None:
 def serve_port() -> int:
     value = SERVE_PORT.value() or SERVE_PORT.default
     if not value.isdigit() or not 1 <= int(value) <= 65535:
-        raise SERVE_PORT.fail(value, "use a TCP port number from 1 to 65535 (default 8080), or unset it.")
+        raise SERVE_PORT.fail(
+            value, f"use a TCP port number from 1 to 65535 (default {SERVE_PORT.default}), or unset it."
+        )
     return int(value)
 
 
