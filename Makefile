@@ -83,8 +83,9 @@ bench: install  ## ingestion, redaction, backfills, our trainer against mlx_lm.l
 	$(BIN)/python bench/bench_backfill.py --process-days 2 --repeat 2
 	$(BIN)/python bench/bench_backfill_cli.py --mixed-days 6 --scale 1 --repeat 1 --clis dagster  # a user's CLI range run, ~1 GB of own-agent logs (about 6 min)
 	$(BIN)/python bench/bench_incremental.py
-	test -d data/artifacts/adapters || $(BIN)/trajectory-pipeline demo  # the model and data of the next three
+	test -d data/artifacts/adapters || $(BIN)/trajectory-pipeline demo  # the model and data of the next four
 	$(WITH_BLAS) $(BIN)/python bench/bench_training.py --iters 8 --repeat 3
+	$(WITH_BLAS) $(BIN)/python bench/bench_target_logits.py --iters 6 --repeat 1  # logits at the targets only, on and off
 	$(WITH_BLAS) $(BIN)/python bench/bench_eval.py --cases 48 --repeat 3
 	$(WITH_BLAS) $(BIN)/python bench/bench_lift.py  # the learning curve, on the demo's learned base and window
 	$(WITH_BLAS) $(BIN)/python bench/bench_base.py --steps 250 500 1000 1500  # the tiny model's ceiling: how many CPU minutes before it reads its prompt (about 40)

@@ -130,6 +130,7 @@ def _metadata(trained: TrainedWeek, adapter_path: str, card_path: str) -> dict[s
         "chosen": result.chosen,
         "stop_reason": result.stop_reason or "",
         "tokens_per_second": round(result.tokens_per_second, 1),
+        "logits_at_targets_only": result.target_logits,
         "peak_memory_gb": round(result.peak_memory_gb, 3),
         "training_seconds": round(trained.seconds, 1),
         "loss_curve": dg.MetadataValue.md(loss_chart(result.losses)),

@@ -76,6 +76,8 @@ class MLXTrainer(_TrainKnobs):
             raise private_failure(f"MLXTrainer: {err}") from None
         if result.stop_reason:
             log.warning(result.stop_reason)
+        if result.target_logits_note:
+            log.info(result.target_logits_note)
         return result
 
 

@@ -67,6 +67,7 @@ from typing import Any, cast
 from trajectory_pipeline.config import knob
 from trajectory_pipeline.dataset.mlx_data import MANIFEST_NAME, read_manifest
 from trajectory_pipeline.parquet_io import ensure_private_dir, make_private_tree
+from trajectory_pipeline.training.target_logits import target_loss, with_target_logits
 from trajectory_pipeline.training.turns import (
     AssistantTurns,
     decision_key,
@@ -117,6 +118,11 @@ class TrainConfig:
         "With mask_prompt, also train on the calls in each record's history (every assistant turn), "
         "from the records no other one contains: several times the decisions per token; validation "
         "still scores the decisions alone.",
+    )
+    target_logits: bool = knob(
+        True,
+        "With mask_prompt, compute the output layer's logits at the target tokens only, not at every "
+        "position (training/target_logits.py): the same loss, less time and memory; off: mlx-lm's loss.",
     )
     optimizer: str = knob("adam", "Optimizer: adam, adamw, muon, sgd or adafactor.")
     seed: int = knob(0, "Seed for MLX and for NumPy's batch shuffling.")
@@ -184,6 +190,10 @@ class TrainResult:
     # Why training stopped before `iters` other than early stopping: a loss that is not a finite
     # number; `adapters.safetensors` is then the best finite checkpoint.
     stop_reason: str | None = None
+    # Whether the output layer ran at the target tokens only (TrainConfig.target_logits), and why
+    # not when it was asked to and the model could not (target_logits.with_target_logits).
+    target_logits: bool = False
+    target_logits_note: str | None = None
 
 
 class ModelDirectoryError(ValueError):
@@ -273,6 +283,9 @@ def _train_adapter(
         data_dir, tokenizer, config.mask_prompt, config.history_calls
     )
     _check_split_sizes(data_dir, len(train_set), len(valid_set), config.batch_size)
+    target_note = None
+    if config.target_logits and config.mask_prompt:  # before LoRA dropout could tell the split apart
+        routines, target_note = with_target_logits(routines, model)
 
     np.random.seed(config.seed)
     mx.random.seed(config.seed)
@@ -362,6 +375,8 @@ def _train_adapter(
         stopped_early=stopped_early,
         losses=callback.rows,
         stop_reason=stop_reason,
+        target_logits=routines.get("loss") is target_loss,
+        target_logits_note=target_note,
     )
 
 
