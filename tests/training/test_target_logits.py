@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.training.test_training import FAST, _write_data
+from tests.training.test_training import FAST
 from tests.training.test_turns import _attempt
-from trajectory_pipeline.sample.tiny_model import TinyModelSpec, build_tiny_model, corpus_texts
+from trajectory_pipeline.sample.tiny_model import TinyModelSpec, build_tiny_model
 from trajectory_pipeline.training.target_logits import (
     PAD_TO,
     output_split,
@@ -35,22 +35,11 @@ from trajectory_pipeline.training.trainer import train_adapter
 from trajectory_pipeline.training.turns import AssistantTurns, decision_key, turn_batches, turn_loss
 
 
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _write_data(tmp_path_factory.mktemp("data"), (24, 8, 4))
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Path:
-    out = tmp_path_factory.mktemp("model")
-    return build_tiny_model(out, corpus_texts([data_dir / "train.jsonl"]), TinyModelSpec(layers=2))
-
-
-def _lora_model(model_dir: Path) -> tuple[Any, Any]:
+def _lora_model(base_model: Path) -> tuple[Any, Any]:
     from mlx_lm import load
     from mlx_lm.tuner.utils import linear_to_lora_layers
 
-    model, tokenizer = load(str(model_dir))[:2]
+    model, tokenizer = load(str(base_model))[:2]
     model.freeze()
     linear_to_lora_layers(model, 2, {"rank": 4, "scale": 20.0, "dropout": 0.0})
     return model, tokenizer
@@ -70,11 +59,11 @@ def _same_loss_and_gradients(model: Any, theirs: tuple[Any, ...], ours: tuple[An
         np.testing.assert_allclose(np.array(ours_flat[name]), np.array(grad), rtol=1e-3, atol=1e-6)
 
 
-def test_the_loss_and_gradients_are_mlx_lms_with_prompt_masking(model_dir: Path, data_dir: Path) -> None:
+def test_the_loss_and_gradients_are_mlx_lms_with_prompt_masking(base_model: Path, data_dir: Path) -> None:
     from mlx_lm.tuner.datasets import CacheDataset, load_dataset
     from mlx_lm.tuner.trainer import default_loss, iterate_batches
 
-    model, tokenizer = _lora_model(model_dir)
+    model, tokenizer = _lora_model(base_model)
     args = types.SimpleNamespace(
         data=str(data_dir), train=True, test=False, mask_prompt=True, hf_dataset=None
     )
@@ -116,11 +105,11 @@ def test_positions_are_padded_to_a_multiple_and_weighted() -> None:
     assert short.shape == (2, 10)  # never wider than the sequence
 
 
-def test_a_model_that_is_not_head_over_body_keeps_mlx_lms_loss(model_dir: Path) -> None:
+def test_a_model_that_is_not_head_over_body_keeps_mlx_lms_loss(base_model: Path) -> None:
     import mlx.nn as nn
     from mlx_lm import load
 
-    inner = load(str(model_dir))[0]
+    inner = load(str(base_model))[0]
 
     class SoftCapped(nn.Module):  # a forward pass that does more than its output layer
         def __init__(self) -> None:
@@ -137,9 +126,10 @@ def test_a_model_that_is_not_head_over_body_keeps_mlx_lms_loss(model_dir: Path) 
     assert routines["loss"] is target_loss and note is None
 
 
-def test_training_is_the_same_with_and_without_it(model_dir: Path, data_dir: Path, tmp_path: Path) -> None:
-    on = train_adapter(model_dir, data_dir, tmp_path / "on", FAST)
-    off = train_adapter(model_dir, data_dir, tmp_path / "off", dataclasses.replace(FAST, target_logits=False))
+def test_training_is_the_same_with_and_without_it(base_model: Path, data_dir: Path, tmp_path: Path) -> None:
+    on = train_adapter(base_model, data_dir, tmp_path / "on", FAST)
+    without = dataclasses.replace(FAST, target_logits=False)
+    off = train_adapter(base_model, data_dir, tmp_path / "off", without)
     assert on.target_logits and not off.target_logits and on.target_logits_note is None
     assert on.tokens == off.tokens
     val_on, val_off = (

@@ -24,7 +24,6 @@ import pytest
 
 from tests.conftest import TOOL_SPECS, TOOLS
 from trajectory_pipeline.dataset.mlx_data import write_mlx_dataset
-from trajectory_pipeline.sample.tiny_model import TinyModelSpec, build_tiny_model, corpus_texts
 from trajectory_pipeline.training.trainer import (
     ModelDirectoryError,
     TrainConfig,
@@ -79,17 +78,6 @@ def _write_data(out_dir: Path, sizes: tuple[int, int, int], batch_size: int = 4)
             n += 1
     write_mlx_dataset(pd.DataFrame(rows), out_dir, batch_size=batch_size)
     return out_dir
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _write_data(tmp_path_factory.mktemp("data"), (24, 8, 4))
-
-
-@pytest.fixture(scope="module")
-def base_model(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Path:
-    out = tmp_path_factory.mktemp("model")
-    return build_tiny_model(out, corpus_texts([data_dir / "train.jsonl"]), TinyModelSpec(layers=2))
 
 
 @pytest.fixture(scope="module")
