@@ -76,17 +76,13 @@ def test_the_loss_and_gradients_are_mlx_lms_with_prompt_masking(base_model: Path
 
 
 def test_the_loss_and_gradients_are_turn_losss_with_history_calls(tmp_path: Path) -> None:
-    from mlx_lm import load
     from mlx_lm.tuner.datasets import CacheDataset
-    from mlx_lm.tuner.utils import linear_to_lora_layers
 
     from trajectory_pipeline.schema import canonical_json
 
     records = [r for s in range(3) for r in _attempt(f"s{s}", 4)]
     model_path = build_tiny_model(tmp_path / "tiny", [canonical_json(r) for r in records], TinyModelSpec())
-    model, tokenizer = load(str(model_path))[:2]
-    model.freeze()
-    linear_to_lora_layers(model, 2, {"rank": 4, "scale": 20.0, "dropout": 0.0})
+    model, tokenizer = _lora_model(model_path)
     decisions = frozenset(decision_key(r["messages"], r.get("tools")) for r in records)
     dataset = CacheDataset(AssistantTurns(records, tokenizer, decisions=decisions))
     theirs = next(turn_batches(dataset, 4, 2048, seed=0))

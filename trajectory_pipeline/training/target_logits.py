@@ -22,7 +22,7 @@ scale) fails the check and keeps mlx-lm's loss, and `with_target_logits` says so
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -30,18 +30,24 @@ PAD_TO = 32  # target positions per sequence are padded to a multiple of this (m
 _PROBE = [[1, 2, 3, 4, 5, 6, 7, 8]]
 
 
+def _layout(model: Any) -> tuple[Any, Callable[[Any], Any]] | None:
+    """mlx-lm's causal-model layout: the body `model.model`, then `lm_head` or the tied embedding."""
+    body = getattr(model, "model", None)
+    head = getattr(model, "lm_head", None)
+    if head is None:
+        head = getattr(getattr(body, "embed_tokens", None), "as_linear", None)
+    return None if body is None or head is None else (body, head)
+
+
 def output_split(model: Any) -> tuple[Any, Callable[[Any], Any]] | None:
     """The model's body (tokens to final hidden states) and output layer (hidden states to logits),
     or None when the model is not laid out so or its forward pass is not exactly head(body(tokens))."""
     import mlx.core as mx
 
-    body = getattr(model, "model", None)
-    head = getattr(model, "lm_head", None)
-    if head is None:
-        embed = getattr(body, "embed_tokens", None)
-        head = getattr(embed, "as_linear", None)
-    if body is None or head is None:
+    layout = _layout(model)
+    if layout is None:
         return None
+    body, head = layout
     probe = mx.array(_PROBE)
     try:
         expected, split = model(probe), head(body(probe))
@@ -60,18 +66,13 @@ def target_loss(model: Any, tokens: Any, positions: Any, weights: Any) -> tuple[
     import mlx.core as mx
     import mlx.nn as nn
 
-    body, head = _parts(model)
+    body, head = cast("tuple[Any, Callable[[Any], Any]]", _layout(model))  # checked by output_split
     hidden = body(tokens[:, :-1])
     logits = head(mx.take_along_axis(hidden, positions[..., None], axis=1))
     targets = mx.take_along_axis(tokens[:, 1:], positions, axis=1)
     losses = nn.losses.cross_entropy(logits, targets) * weights
     count = weights.sum()
     return losses.astype(mx.float32).sum() / count, count
-
-
-def _parts(model: Any) -> tuple[Any, Callable[[Any], Any]]:
-    head = getattr(model, "lm_head", None)
-    return model.model, head if head is not None else model.model.embed_tokens.as_linear
 
 
 def target_positions(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
