@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.training.test_training import _write_data
+from tests.training.small_data import write_data
 from trajectory_pipeline.sample.tiny_model import TinyModelSpec, build_tiny_model, corpus_texts
 
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _write_data(tmp_path_factory.mktemp("data"), (24, 8, 4))
+    return write_data(tmp_path_factory.mktemp("data"), (24, 8, 4))
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.training.test_training import FAST
+from tests.training.small_data import FAST
 from tests.training.test_turns import _attempt
 from trajectory_pipeline.sample.tiny_model import TinyModelSpec, build_tiny_model
 from trajectory_pipeline.training.target_logits import (

@@ -23,6 +23,7 @@ import pandas as pd
 import pytest
 
 from tests.conftest import TOOL_SPECS, TOOLS
+from tests.training.small_data import FAST, short_record, write_data
 from trajectory_pipeline.dataset.mlx_data import write_mlx_dataset
 from trajectory_pipeline.training.trainer import (
     ModelDirectoryError,
@@ -31,53 +32,6 @@ from trajectory_pipeline.training.trainer import (
     check_model_dir,
     train_adapter,
 )
-
-# Small enough for seconds on a CPU, long enough to see losses move and several evaluations.
-FAST = TrainConfig(
-    num_layers=-1,
-    rank=4,
-    iters=12,
-    batch_size=4,
-    learning_rate=1e-3,
-    steps_per_report=2,
-    steps_per_eval=4,
-    val_batches=-1,
-    save_every=6,
-    max_seq_length=512,
-)
-
-
-def _record(n: int) -> str:
-    tool = TOOLS[n % len(TOOLS)]
-    arguments = json.dumps({"path": f"src/module_{n % 5}.py"})
-    call = {"id": f"call_{n}", "type": "function", "function": {"name": tool, "arguments": arguments}}
-    record = {
-        "messages": [
-            {"role": "system", "content": "You are a coding agent."},
-            {"role": "user", "content": f"Task {n}: look at src/module_{n % 5}.py and fix the failing test."},
-            {"role": "assistant", "content": "", "tool_calls": [call]},
-        ],
-        "tools": TOOL_SPECS,
-    }
-    return json.dumps(record, sort_keys=True, separators=(",", ":"))
-
-
-def _write_data(out_dir: Path, sizes: tuple[int, int, int], batch_size: int = 4) -> Path:
-    rows = []
-    n = 0
-    for split, size in zip(("train", "valid", "test"), sizes, strict=True):
-        for _ in range(size):
-            rows.append(
-                {
-                    "decision_id": hashlib.sha256(f"d{n}".encode()).hexdigest()[:16],
-                    "split": split,
-                    "record": _record(n),
-                    "target_name": TOOLS[n % len(TOOLS)],
-                }
-            )
-            n += 1
-    write_mlx_dataset(pd.DataFrame(rows), out_dir, batch_size=batch_size)
-    return out_dir
 
 
 @pytest.fixture(scope="module")
@@ -284,7 +238,7 @@ def test_dora_and_full_adapters_load_in_mlx_lm(
 
 
 def test_a_split_smaller_than_the_batch_names_the_sizes(base_model: Path, tmp_path: Path) -> None:
-    data = _write_data(tmp_path / "data", (8, 2, 2), batch_size=2)
+    data = write_data(tmp_path / "data", (8, 2, 2), batch_size=2)
 
     with pytest.raises(ValueError, match=r"at least batch_size=4 examples, but valid has 2"):
         train_adapter(base_model, data, tmp_path / "adapter", FAST)
@@ -352,7 +306,7 @@ def test_train_config_rejects_bad_values(changes: dict[str, Any], message: str) 
 def _long_record(n: int) -> str:
     """A record whose prompt alone is longer than NAN_CONFIG.max_seq_length tokens: truncation cuts its
     whole target, so with mask_prompt its loss is 0 target tokens / 0 = NaN."""
-    record = json.loads(_record(n))
+    record = json.loads(short_record(n))
     record["messages"][1]["content"] += " Here is the whole log:" + " fix src/module_1.py test" * 120
     return json.dumps(record, sort_keys=True, separators=(",", ":"))
 
@@ -367,7 +321,7 @@ def _nan_data(out_dir: Path, long_train: int, long_valid: int = 0) -> Path:
             {
                 "decision_id": hashlib.sha256(f"n{n}".encode()).hexdigest()[:16],
                 "split": split,
-                "record": _long_record(n) if long else _record(n),
+                "record": _long_record(n) if long else short_record(n),
                 "target_name": TOOLS[n % len(TOOLS)],
             }
         )
