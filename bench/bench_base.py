@@ -103,21 +103,49 @@ def nearest_prompt_pass(records: list[dict[str, Any]], cases: list[Any]) -> floa
     return passed / max(1, len(holdout))
 
 
-def prompt_dependence(model: Any, tokenizer: Any, records: list[dict[str, Any]]) -> float:
-    """Mean pairwise total-variation distance of the next-token distributions at a command's first
-    token, over `records` (run_shell decisions). The opening is written in the default (hermes)
-    family's convention, the one the demo's tiny model uses."""
+def _command_start(model: Any, tokenizer: Any, record: dict[str, Any], command: str = "") -> Any:
+    """The model's next-token distribution after a record's prompt and the opening of a run_shell
+    call (`COMMAND_OPENING`, the default hermes family's convention, the demo tiny model's); with
+    `command`, also the id of that command's first token there (None when the tokenizer merges it
+    across the opening)."""
     import mlx.core as mx
 
-    dists = []
-    for record in records:
-        prompt = tokenizer.apply_chat_template(
-            record["messages"][:-1], tools=record.get("tools"), tokenize=False, add_generation_prompt=True
-        )
-        logits = model(mx.array([tokenizer.encode(prompt + COMMAND_OPENING)]))[0, -1]
-        dists.append(mx.softmax(logits.astype(mx.float32)))
+    prompt = tokenizer.apply_chat_template(
+        record["messages"][:-1], tools=record.get("tools"), tokenize=False, add_generation_prompt=True
+    )
+    opening = tokenizer.encode(prompt + COMMAND_OPENING)
+    logits = model(mx.array([opening]))[0, -1]
+    whole = tokenizer.encode(prompt + COMMAND_OPENING + command) if command else opening
+    first = whole[len(opening)] if len(whole) > len(opening) and whole[: len(opening)] == opening else None
+    return mx.softmax(logits.astype(mx.float32)), first
+
+
+def prompt_dependence(model: Any, tokenizer: Any, records: list[dict[str, Any]]) -> float:
+    """Mean pairwise total-variation distance of the next-token distributions at a command's first
+    token, over `records` (run_shell decisions)."""
+    import mlx.core as mx
+
+    dists = [_command_start(model, tokenizer, record)[0] for record in records]
     pairs = list(itertools.combinations(dists, 2))
     return sum(0.5 * mx.abs(a - b).sum().item() for a, b in pairs) / max(1, len(pairs))
+
+
+def shell_command(record: dict[str, Any]) -> str:
+    """The command of a rendered run_shell decision (its last message's call)."""
+    arguments = record["messages"][-1]["tool_calls"][0]["function"]["arguments"]
+    return str((json.loads(arguments) if isinstance(arguments, str) else arguments)["command"])
+
+
+def command_start_probability(model: Any, tokenizer: Any, records: list[dict[str, Any]]) -> float:
+    """Mean probability the model gives each record's own command's first token, after its prompt
+    and the call's opening: whether it writes this user's commands at all (`git`, `uv`, `pnpm`),
+    whatever it makes of the prompt. Records whose first token straddles the opening are skipped."""
+    found = []
+    for record in records:
+        dist, first = _command_start(model, tokenizer, record, shell_command(record))
+        if first is not None:
+            found.append(dist[first].item())
+    return sum(found) / max(1, len(found))
 
 
 def main() -> int:

@@ -9,14 +9,22 @@ Every point is the real code path: `train_adapter` (what `lora_adapter` runs) wi
 settings on the demo's training window, then `evaluate_model` (what `replay_eval` runs) on the same
 held-out cases, constrained and free. The step curve is one training run read at its checkpoints
 (mlx-lm saves one every `save_every` steps), so it costs one run; each smaller share of the training
-examples is a run of its own at the demo's step count. Writes bench/lift.png and its section of
-bench/RESULTS.md: what more CPU minutes buy.
+examples is a run of its own at the demo's step count. Each point also says why its pass rate is
+what it is, with bench_base.py's probes on held-out run_shell decisions: how much the answer depends
+on the prompt, and how likely the target command's own first token is. Writes bench/lift.png and its
+section of bench/RESULTS.md: what more CPU minutes buy.
+
+    python bench/bench_lift.py --steps 0 150 300 600 --fractions 1.0   # what RESULTS.md holds (12 min)
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime as dt
+import json
+import os
+import platform
 import shutil
 import sys
 import tempfile
@@ -25,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from bench_base import command_start_probability, prompt_dependence  # bench/bench_base.py
 from demo_window import window_rows  # bench/demo_window.py, beside this script
 from sections import write_section  # bench/sections.py, beside this script
 
@@ -62,6 +71,26 @@ def _rates(model: Path, adapter: Path | None, cases: list[Any]) -> dict[str, flo
     return rates
 
 
+def _reading(model: Path, adapter: Path | None, shell: list[dict[str, Any]]) -> dict[str, float]:
+    """Why the pass rate is what it is (bench_base.py's probes, on held-out run_shell decisions):
+    whether the answer depends on the prompt at all, and whether the model writes this user's
+    commands (the probability of each target command's first token), prompt or not."""
+    from mlx_lm import load
+
+    loaded, tokenizer = load(str(model), adapter_path=None if adapter is None else str(adapter))[:2]
+    return {
+        "prompt dependence": prompt_dependence(loaded, tokenizer, shell),
+        "command start": command_start_probability(loaded, tokenizer, shell),
+    }
+
+
+def _held_out_shell(rows: pd.DataFrame, most: int = 24) -> list[dict[str, Any]]:
+    """The first `most` held-out (test split) run_shell decisions, as rendered records."""
+    records = (json.loads(record) for record in rows.loc[rows["split"] == "test", "record"])
+    shell = (r for r in records if r["messages"][-1]["tool_calls"][0]["function"]["name"] == "run_shell")
+    return [record for _, record in zip(range(most), shell, strict=False)]
+
+
 def _checkpoint(run: Path, step: int, out: Path) -> Path:
     """An adapter folder holding the run's weights at `step` (mlx-lm's numbered checkpoint)."""
     out.mkdir(parents=True)
@@ -87,6 +116,7 @@ def main() -> int:
     cases = select_cases(
         rows, ReplayConfig(holdout_cases=args.cases, seen_exact_cases=0, seen_variant_cases=0)
     )
+    shell = _held_out_shell(rows)
     demo_steps = int(DEMO_TRAINING["iters"])
     steps = sorted(set(args.steps) | {demo_steps})
     most = max(steps)
@@ -106,6 +136,7 @@ def main() -> int:
             points.append(
                 {"curve": "steps", "steps": step, "examples": 1.0, "minutes": seconds * step / most / 60}
                 | _rates(args.model, adapter, cases)
+                | _reading(args.model, adapter, shell)
             )
             print(points[-1], flush=True)
         for fraction in sorted(f for f in args.fractions if f < 1.0):
@@ -117,11 +148,14 @@ def main() -> int:
             points.append(
                 {"curve": "examples", "steps": demo_steps, "examples": fraction, "minutes": minutes}
                 | _rates(args.model, scratch / f"run-{fraction}", cases)
+                | _reading(args.model, scratch / f"run-{fraction}", shell)
             )
             print(points[-1], flush=True)
     frame = pd.DataFrame(points)
     _plot(frame, demo_steps, ROOT / "bench" / "lift.png")
-    write_section(ROOT / "bench" / "RESULTS.md", "bench_lift", _section(frame, len(cases), demo_steps))
+    command = " ".join(["python bench/bench_lift.py", *sys.argv[1:]])
+    section = _section(frame, len(cases), len(shell), demo_steps, command)
+    write_section(ROOT / "bench" / "RESULTS.md", "bench_lift", section)
     return 0
 
 
@@ -137,41 +171,61 @@ def _plot(frame: pd.DataFrame, demo_steps: int, out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    figure, (left, middle, right) = plt.subplots(1, 3, figsize=(15, 4))
     by_steps = frame[frame["curve"] == "steps"]
     for decoding in DECODINGS:
         left.plot(by_steps["steps"], by_steps[decoding] * 100, marker="o", label=decoding)
     left.set(xlabel="LoRA steps (0: the base)", ylabel="holdout pass rate (%)", title="against steps")
+    for probe in ("prompt dependence", "command start"):
+        middle.plot(by_steps["steps"], by_steps[probe], marker="o", label=probe)
+    middle.set(xlabel="LoRA steps (0: the base)", title="why: held-out run_shell decisions")
     by_examples = frame[frame["steps"] == demo_steps].sort_values("examples")
     by_examples = by_examples[by_examples["curve"].isin(["examples"]) | (by_examples["examples"] == 1.0)]
     for decoding in DECODINGS:
         right.plot(by_examples["examples"] * 100, by_examples[decoding] * 100, marker="o", label=decoding)
     right.set(xlabel="share of training examples (%)", title=f"against examples, {demo_steps} steps")
-    for axis in (left, right):
+    for axis in (left, middle, right):
         axis.grid(alpha=0.3)
         axis.legend()
     figure.tight_layout()
     figure.savefig(out, dpi=100)
 
 
-def _section(frame: pd.DataFrame, cases: int, demo_steps: int) -> str:
+def _section(frame: pd.DataFrame, cases: int, shell: int, demo_steps: int, command: str) -> str:
     lines = [
         "## Learning curve (bench_lift.py)",
         "",
+        f"`{command}` ({dt.date.today().isoformat()}, {platform.machine()}, {os.cpu_count()} cores)",
+        "",
         f"Holdout pass rate on {cases} held-out decisions of the demo window, base (0 steps) and the "
         f"demo's LoRA settings; the demo trains {demo_steps} steps. Plot: bench/lift.png. Pass rate, "
-        "then (right tool) the share of answers that name the target's tool.",
+        "then (right tool) the share of answers that name the target's tool. Why: over "
+        f"{shell} held-out run_shell decisions, *prompt dependence* (bench_base.py: the mean "
+        "total-variation distance between the next-token distributions at the command's first token; "
+        "0: every prompt gets the same answer) and *command start* (the mean probability of the "
+        "target command's own first token there, e.g. `git` for `git status -sb`).",
         "",
-        "| curve | steps | training examples | CPU minutes | constrained | free | right tool, constrained "
-        "| right tool, free |",
-        "|---|---|---|---|---|---|---|---|",
+        "| curve | steps | training examples | training minutes (wall) | constrained | free "
+        "| right tool, constrained | right tool, free | prompt dependence | command start |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in frame.to_dict("records"):
         lines.append(
             f"| {row['curve']} | {row['steps']} | {row['examples']:.0%} | {row['minutes']:.1f} | "
             f"{row['constrained']:.1%} | {row['free']:.1%} | {row['constrained right tool']:.1%} | "
-            f"{row['free right tool']:.1%} |"
+            f"{row['free right tool']:.1%} | {row['prompt dependence']:.3f} | {row['command start']:.3f} |"
         )
+    by_steps = frame[frame["curve"] == "steps"].sort_values("steps")
+    base, last = by_steps.iloc[0], by_steps.iloc[-1]
+    if last["steps"] > 0 and last["prompt dependence"] < base["prompt dependence"] / 2:
+        lines += [
+            "",
+            f"After {last['steps']} steps the adapter gives this user's commands {last['command start']:.3f} "
+            f"(the base {base['command start']:.3f}) but reads its prompt less than the base did "
+            f"(prompt dependence {base['prompt dependence']:.3f} → {last['prompt dependence']:.3f}): it "
+            f"learns which commands this user runs, not when ({last['constrained']:.1%} of held-out "
+            "decisions pass, constrained).",
+        ]
     return "\n".join(lines)
 
 
