@@ -15,6 +15,7 @@ on the prompt, and how likely the target command's own first token is. Writes be
 section of bench/RESULTS.md: what more CPU minutes buy.
 
     python bench/bench_lift.py --steps 0 150 300 600 --fractions 1.0   # what RESULTS.md holds (12 min)
+    python bench/bench_lift.py --every-token --steps 0 150 300 600 --fractions 1.0   # mask_prompt off
 """
 
 from __future__ import annotations
@@ -108,6 +109,11 @@ def main() -> int:
     parser.add_argument("--steps", type=int, nargs="+", default=[0, 16, 64, 256])
     parser.add_argument("--fractions", type=float, nargs="+", default=[0.25, 0.5, 1.0])
     parser.add_argument("--cases", type=int, default=DEMO_EVAL["holdout_cases"])
+    parser.add_argument(
+        "--every-token",
+        action="store_true",
+        help="train the LoRA on every token (mask_prompt off), in a section and plot of its own",
+    )
     args = parser.parse_args()
     rows = window_rows(args.warehouse)
     if rows is None or not args.model.is_dir():
@@ -122,8 +128,11 @@ def main() -> int:
     most = max(steps)
     interval = _gcd([s for s in steps if s > 0])
     base_config = TrainConfig(
-        **{**DEMO_TRAINING, "iters": most, "save_every": interval, "steps_per_eval": most}
+        **{**DEMO_TRAINING, "iters": most, "save_every": interval, "steps_per_eval": most},
+        mask_prompt=not args.every_token,
     )
+    name = "bench_lift_every_token" if args.every_token else "bench_lift"
+    plot = ROOT / "bench" / ("lift-every-token.png" if args.every_token else "lift.png")
     points: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-lift-") as tmp:
         scratch = Path(tmp)
@@ -152,10 +161,10 @@ def main() -> int:
             )
             print(points[-1], flush=True)
     frame = pd.DataFrame(points)
-    _plot(frame, demo_steps, ROOT / "bench" / "lift.png")
+    _plot(frame, demo_steps, plot)
     command = " ".join(["python bench/bench_lift.py", *sys.argv[1:]])
-    section = _section(frame, len(cases), len(shell), demo_steps, command)
-    write_section(ROOT / "bench" / "RESULTS.md", "bench_lift", section)
+    section = _section(frame, len(cases), len(shell), demo_steps, command, plot.name, args.every_token)
+    write_section(ROOT / "bench" / "RESULTS.md", name, section)
     return 0
 
 
@@ -191,14 +200,19 @@ def _plot(frame: pd.DataFrame, demo_steps: int, out: Path) -> None:
     figure.savefig(out, dpi=100)
 
 
-def _section(frame: pd.DataFrame, cases: int, shell: int, demo_steps: int, command: str) -> str:
+def _section(
+    frame: pd.DataFrame, cases: int, shell: int, demo_steps: int, command: str, plot: str, every_token: bool
+) -> str:
+    objective = (
+        ", the LoRA on every token (`mask_prompt` off): prompts and tool results too" if every_token else ""
+    )
     lines = [
-        "## Learning curve (bench_lift.py)",
+        f"## Learning curve (bench_lift.py){objective}",
         "",
         f"`{command}` ({dt.date.today().isoformat()}, {platform.machine()}, {os.cpu_count()} cores)",
         "",
         f"Holdout pass rate on {cases} held-out decisions of the demo window, base (0 steps) and the "
-        f"demo's LoRA settings; the demo trains {demo_steps} steps. Plot: bench/lift.png. Pass rate, "
+        f"demo's LoRA settings; the demo trains {demo_steps} steps. Plot: bench/{plot}. Pass rate, "
         "then (right tool) the share of answers that name the target's tool. Why: over "
         f"{shell} held-out run_shell decisions, *prompt dependence* (bench_base.py: the mean "
         "total-variation distance between the next-token distributions at the command's first token; "
@@ -217,14 +231,18 @@ def _section(frame: pd.DataFrame, cases: int, shell: int, demo_steps: int, comma
         )
     by_steps = frame[frame["curve"] == "steps"].sort_values("steps")
     base, last = by_steps.iloc[0], by_steps.iloc[-1]
-    if last["steps"] > 0 and last["prompt dependence"] < base["prompt dependence"] / 2:
+    if last["steps"] > 0:
+        reading = (
+            "it learns which commands this user runs, not when"
+            if last["prompt dependence"] < base["prompt dependence"] / 2
+            else "it still reads its prompt, but does not yet write the command each prompt calls for"
+        )
         lines += [
             "",
-            f"After {last['steps']} steps the adapter gives this user's commands {last['command start']:.3f} "
-            f"(the base {base['command start']:.3f}) but reads its prompt less than the base did "
-            f"(prompt dependence {base['prompt dependence']:.3f} → {last['prompt dependence']:.3f}): it "
-            f"learns which commands this user runs, not when ({last['constrained']:.1%} of held-out "
-            "decisions pass, constrained).",
+            f"After {last['steps']} steps the target command's first token has probability "
+            f"{last['command start']:.3f} (the base: {base['command start']:.3f}) and prompt dependence is "
+            f"{last['prompt dependence']:.3f} (the base: {base['prompt dependence']:.3f}): {reading} "
+            f"({last['constrained']:.1%} of held-out decisions pass, constrained).",
         ]
     return "\n".join(lines)
 
