@@ -57,8 +57,10 @@ def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pd.DataFrame]
         corpus_texts([root / "data" / "train.jsonl"]),
         TinyModelSpec(hidden_size=128, intermediate_size=256),
     )
+    # 600 steps: at 400 (mlx 0.32.4) the last report was 0.021 and one record of eight still came out
+    # as noise; at 600 it is 0.001 and all eight come back exactly.
     record = learn_base(
-        model, root / "data", BaseTraining(iters=400, learning_rate=3e-3, mask_prompt=True, batch_size=4)
+        model, root / "data", BaseTraining(iters=600, learning_rate=3e-3, mask_prompt=True, batch_size=4)
     )
     losses = [row["train_loss"] for row in record["losses"] if "train_loss" in row]
     assert losses[-1] < 0.02, f"the model did not learn its eight records: train loss {losses[-1]:.3f}"
