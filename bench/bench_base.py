@@ -130,9 +130,18 @@ def prompt_dependence(model: Any, tokenizer: Any, records: list[dict[str, Any]])
     return sum(0.5 * mx.abs(a - b).sum().item() for a, b in pairs) / max(1, len(pairs))
 
 
+def _decision(record: dict[str, Any]) -> dict[str, Any]:
+    """A rendered record's decision: its last message's call (`name`, `arguments`)."""
+    return dict(record["messages"][-1]["tool_calls"][0]["function"])
+
+
+def is_shell_decision(record: dict[str, Any]) -> bool:
+    return _decision(record)["name"] == "run_shell"
+
+
 def shell_command(record: dict[str, Any]) -> str:
-    """The command of a rendered run_shell decision (its last message's call)."""
-    arguments = record["messages"][-1]["tool_calls"][0]["function"]["arguments"]
+    """The command of a rendered run_shell decision."""
+    arguments = _decision(record)["arguments"]
     return str((json.loads(arguments) if isinstance(arguments, str) else arguments)["command"])
 
 
@@ -175,7 +184,7 @@ def main() -> int:
     )
     cases = select_cases(rows, config)
     records = [json.loads(line) for line in (args.data / "train.jsonl").read_text().splitlines()]
-    shell = [r for r in records if r["messages"][-1]["tool_calls"][0]["function"]["name"] == "run_shell"][:24]
+    shell = [r for r in records if is_shell_decision(r)][:24]
     args.lookup = nearest_prompt_pass(records, cases)
     base_corpus = args.tokenizer_data / "train.jsonl"
     lines = base_corpus.read_text().splitlines() if base_corpus.is_file() else []

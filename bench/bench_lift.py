@@ -34,7 +34,11 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from bench_base import command_start_probability, prompt_dependence  # bench/bench_base.py
+from bench_base import (  # bench/bench_base.py
+    command_start_probability,
+    is_shell_decision,
+    prompt_dependence,
+)
 from demo_window import window_rows  # bench/demo_window.py, beside this script
 from sections import write_section  # bench/sections.py, beside this script
 
@@ -88,7 +92,7 @@ def _reading(model: Path, adapter: Path | None, shell: list[dict[str, Any]]) -> 
 def _held_out_shell(rows: pd.DataFrame, most: int = 24) -> list[dict[str, Any]]:
     """The first `most` held-out (test split) run_shell decisions, as rendered records."""
     records = (json.loads(record) for record in rows.loc[rows["split"] == "test", "record"])
-    shell = (r for r in records if r["messages"][-1]["tool_calls"][0]["function"]["name"] == "run_shell")
+    shell = (record for record in records if is_shell_decision(record))
     return [record for _, record in zip(range(most), shell, strict=False)]
 
 
