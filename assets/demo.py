@@ -122,14 +122,19 @@ def demo_resources(corpus: Path, warehouse: Path) -> dict[str, Any]:
 
 
 def _run_daily(
-    instance: dg.DagsterInstance, corpus: Path, warehouse: Path, spec: CorpusSpec, mlx_dir: Path
+    instance: dg.DagsterInstance,
+    corpus: Path,
+    warehouse: Path,
+    spec: CorpusSpec,
+    mlx_dir: Path,
+    log_level: str = "INFO",
 ) -> dg.ExecuteInProcessResult:
     """Every day of `spec` through the daily stages, in one run, rendered for a small model."""
     dates = spec.dates
     return defs.resolve_job_def("daily_ingest_job").execute_in_process(
         instance=instance,
         run_config={
-            "loggers": {"console": {"config": {"log_level": "INFO"}}},
+            "loggers": {"console": {"config": {"log_level": log_level}}},
             "resources": demo_resources(corpus, warehouse),
             "ops": {
                 "decision_points": {"config": DEMO_DECISIONS},
@@ -201,28 +206,30 @@ def learned_base(root: Path, model_dir: Path) -> dict[str, Any]:
     (not yours: these are not your sessions) into `root`; the tokenizer and every weight learn
     from its training split.
     A model directory already holding that base, built from that corpus by today's builder and
-    spec, is kept as it is.
+    spec, is kept as it is. The corpus goes through the stages on every run (seconds), so "that
+    corpus" means the records today's code makes of it: after a change to mining or rendering, the
+    window is rendered the new way, and a base kept from the old records would read other prompts
+    than the adapter and replay give it.
     """
     data = root / "mlx"
     spec = CorpusSpec(profile="generic")
+    started = time.perf_counter()
+    corpus = root / "corpus"
+    if not corpus.exists():
+        generate_corpus(corpus, spec)
+    with dg.DagsterInstance.ephemeral() as instance:
+        daily = _run_daily(instance, corpus, root / "warehouse", spec, data, log_level="WARNING")
+    if not daily.success:
+        raise dg.Failure("the learned base's corpus did not go through the daily stages")
     done = pretraining_record(model_dir)
     if (
         done is not None
-        and data.is_dir()
         and learned_on(done, data, DEMO_BASE)
         and built_from(model_dir, corpus_texts([data / "train.jsonl"]), DEMO_MODEL)
     ):
         print(f"\nLearned base: {model_dir} (built once, in {done['seconds']:.0f}s)")
         return done
     print(f"\nLearning the base model on other people's sessions ({DEMO_BASE.iters} steps, once) ...")
-    started = time.perf_counter()
-    corpus = root / "corpus"
-    if not corpus.exists():
-        generate_corpus(corpus, spec)
-    with dg.DagsterInstance.ephemeral() as instance:
-        daily = _run_daily(instance, corpus, root / "warehouse", spec, data)
-    if not daily.success:
-        raise dg.Failure("the learned base's corpus did not go through the daily stages")
     build_tiny_model(model_dir, corpus_texts([data / "train.jsonl"]), DEMO_MODEL)
     record = learn_base(model_dir, data, DEMO_BASE)
     print(
