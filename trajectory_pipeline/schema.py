@@ -336,9 +336,11 @@ _HOMES = ("home", "Users", "users")
 
 
 def _is_home(parts: list[str]) -> bool:
-    """Whether the path's parts are a home folder itself (`/home/<name>`, `C:/Users/<name>`, `/root`)."""
+    """Whether the path's parts are a home folder itself (`/home/<name>`, `C:/Users/<name>`, `/root`),
+    wherever the homes are mounted (WSL's `/mnt/c/Users/<name>`, Silverblue's `/var/home/<name>`,
+    FreeBSD's `/usr/home/<name>`): its last part is a login name, never a repository's."""
     if parts[0].endswith(":"):  # a Windows drive
         parts = parts[1:]
     if parts in (["root"], ["var", "root"]):
         return True
-    return len(parts) == 2 and parts[0] in _HOMES
+    return len(parts) >= 2 and parts[-2] in _HOMES

@@ -131,6 +131,14 @@ PLANTED: list[tuple[str, str, str]] = [
     ("password", "mysql --password " + "p4ss" + "w0rd! -u root", "p4ssw0rd!"),
     ("password", "  passwd: " + "Sup3r" + "Secret\n  user: admin", "Sup3rSecret"),
     ("password", 'password: str = "' + "hunter" + '2"', "hunter2"),
+    ("password", 'password: str="' + "hunter" + '2"', "hunter2"),
+    # A Kubernetes Secret's data: base64 with one "=" of padding, not `name: Type =`.
+    ("password", "data:\n  password: " + "c3VwZXJz" + "ZWNyZXQxMjM=\n", "c3VwZXJz"),
+    ("secret", "  api-token: " + "c2stcHJv" + "ai1hYmNkZWY=", "c2stcHJv"),
+    ("secret", "secret: " + "Zx9k" + "=Lm2pQ7", "Zx9k"),
+    # Not code that names a secret (`&str`, `@token`, `process.env.X!`): passwords.
+    ("password", "password: " + "hunter" + "2!", "hunter2"),
+    ("password", "password: @" + "dm1n", "dm1n"),
     ("secret", "export OPENAI_API_KEY=" + "abc" + "123xyz456", "abc" + "123xyz456"),
     ("secret", "SECRET=" + "9f8e7d" + "6c5b4a", "9f8e7d" + "6c5b4a"),
     ("secret", "  client_secret: '" + "x9y8" + "z7w6'", "x9y8z7w6"),
@@ -242,6 +250,11 @@ PLANTED: list[tuple[str, str, str]] = [
     ("home_user", "cp build.log ~" + "ingrid" + "/logs/", "ingrid"),
     ("home_user", "gcc -I/home/" + "yusuf" + "/include main.c", "yusuf"),
     ("home_user", "ls ../../home/" + "petra" + "/notes", "petra"),
+    # Homes mounted elsewhere, as paths and as Claude Code's encoded project folders.
+    ("home_user", "cd /mnt/c/Users/" + "alice" + "/proj", "alice"),
+    ("home_user", 'cd "/mnt/c/Users/John ' + "Smith" + '/proj"', "Smith"),
+    ("home_user", "~/.claude/projects/-mnt-c-Users-" + "alice" + "-proj/s.jsonl", "alice"),
+    ("home_user", "~/.claude/projects/-var-home-" + "bob" + "-proj/s.jsonl", "bob"),
     # Literals that start like a template or a path, and passwords holding ; \ @.
     ("password", "export ROOT_PASSWORD=$" + "Wq7vN2" + "xTz", "Wq7vN2xTz"),
     ("password", "SMTP_PASSWORD=$" + "hk3!rp" + "9Z", "hk3!rp9Z"),

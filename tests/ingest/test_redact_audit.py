@@ -458,10 +458,10 @@ def test_login_names_are_kept_when_home_paths_are_off() -> None:
 
 
 def test_new_kinds_inside_canonical_json_two_levels_deep() -> None:
-    line = "Cookie: sid=" + "Pq8wz2Kd" + "4Lm7; uid=1000(" + "amara" + ")"
+    line = "Cookie: sid=" + "Pq8wz2Kd" + "4Lm7\n$ id\nuid=1000(" + "amara" + ")"
     document = canonical_json({"v": canonical_json({"cmd": line})})
     out, counts = Redactor().redact(document)
     assert json.loads(json.loads(out)["v"]) == {
-        "cmd": "Cookie: sid=[REDACTED:session_cookie]; uid=1000(<user>)"
+        "cmd": "Cookie: sid=[REDACTED:session_cookie]\n$ id\nuid=1000(<user>)"
     }
     assert counts == {"session_cookie": 1, "home_user": 1}

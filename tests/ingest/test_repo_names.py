@@ -43,6 +43,11 @@ from trajectory_pipeline.schema import Event, repo_name
         ("/Users/Dana", None, None, None),
         ("C:\\Users\\dana", None, None, None),
         ("/root", None, None, None),
+        # Homes mounted elsewhere: WSL's Windows profiles, Fedora Silverblue, FreeBSD.
+        ("/mnt/c/Users/dana", None, None, None),
+        ("/var/home/dana", None, "main", None),
+        ("/usr/home/dana", None, None, None),
+        ("/var/home/dana/app", None, None, "app"),
         ("/home/dana/app", None, None, "app"),
     ],
 )

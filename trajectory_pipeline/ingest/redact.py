@@ -195,13 +195,15 @@ separators (`0612345678`, `07700900461`; "tel", "phone", "portable", "mobile", "
 
 Login names. They are replaced in /home/NAME and /Users/NAME wherever the path starts (a
 blank, a quote, "=", ":", a `file://` URL, `../`, or a one-letter flag such as
-`-I/home/NAME/include`; not inside a URL's path, `example.com/home/x`), in
-C:\\Users\\NAME, in ~NAME/ (a lowercase name of two characters or more: Elixir's `~r/x/`
-and Markdown's `~~N/A~~` are not homes), in Claude Code's encoded project folders
-(-home-NAME-repo; a name holding "_" or "." is encoded as "-", so only its first part can
-be told apart), in the owner and same-named group columns of `ls -l` listings, in `id`
-output (`uid=1000(NAME) gid=1000(NAME) groups=1000(NAME),...`) and on the line after
-`whoami`; system accounts (root, nobody, www-data, _spotlight, ...) are kept.
+`-I/home/NAME/include`; not inside a URL's path, `example.com/home/x`), also where the homes
+are mounted elsewhere (WSL's /mnt/c/Users/NAME, whose Windows profile name may hold spaces,
+and Silverblue's /var/home/NAME), in C:\\Users\\NAME, in ~NAME/ (a lowercase name of two
+characters or more: Elixir's `~r/x/` and Markdown's `~~N/A~~` are not homes), in Claude
+Code's encoded project folders (-home-NAME-repo, -mnt-c-Users-NAME-repo, -var-home-NAME-repo;
+a name holding "_" or "." is encoded as "-", so only its first part can be told apart), in the
+owner and same-named group columns of `ls -l` listings, in `id` output (`uid=1000(NAME)
+gid=1000(NAME) groups=1000(NAME),...`) and on the line after `whoami`; system accounts (root,
+nobody, www-data, _spotlight, ...) are kept.
 """
 
 from __future__ import annotations
@@ -529,8 +531,22 @@ def _is_template(value: str) -> bool:
     return all(c in _MASK for c in value)
 
 
+# Code that refers to a secret (a type, a variable, a field) in the languages whose sigils
+# the allowlist below does not read: Rust's `&str`, `&'a str`, `*const c_char`; Ruby's
+# `@token`; TypeScript's `process.env.JWT_SECRET!` and `data?.password`. Letters only after a
+# sigil, and a dotted path before "!": `@dm1n` and `hunter2!` are passwords.
+_SIGIL_REFERENCE = re.compile(r"(?:&|\*|@@?)'?[A-Za-z_]+(?:[.:]+[A-Za-z_]+)*")
+_DOTTED_REFERENCE = re.compile(r"[A-Za-z_$]\w*(?:\??\.[A-Za-z_$]\w*)+!?")
+
+
 def _is_reference(value: str) -> bool:
     """True for values that name or template a secret rather than being one."""
+    if value == "~":
+        return True  # YAML's null
+    if _SIGIL_REFERENCE.fullmatch(value):
+        return True
+    if (value.endswith("!") or "?." in value) and _DOTTED_REFERENCE.fullmatch(value):
+        return True
     if not value or value[0] in "[<{#$%*":
         return _is_template(value)
     if _AWS_SECRET.fullmatch(value) and _looks_random(value):
@@ -1166,6 +1182,10 @@ _DASH = re.compile(
 )
 
 
+# A Claude Code project folder encodes "/" as "-": /mnt/c/Users/bob is -mnt-c-Users-bob.
+_ENCODED_MOUNT = re.compile(r"-(?:mnt-[A-Za-z]|var)\Z")
+
+
 def _dash_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     if m.group("pem") is not None:
         start, end = m.span("pem")
@@ -1187,7 +1207,10 @@ def _dash_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     if m.group("cflag") is not None:
         return _credential_flag_span(text, m, text[m.start() + 1 : m.start("cflag")], "c")
     i = m.start()
-    if i > 0 and text[i - 1] == "-":
+    mount = _ENCODED_MOUNT.search(text, max(0, i - 6), i)
+    if mount is not None and _starts_token(text, mount.start(), _PATH_WORD):
+        pass  # -mnt-c-Users-bob (WSL), -var-home-bob (Silverblue): a mount before the home
+    elif i > 0 and text[i - 1] == "-":
         if not (i >= 2 and text[i - 2].isalpha() and _starts_token(text, i - 2, _PATH_WORD)):
             return _NONE  # only the drive of C--Users-bob may stand before
     elif not _starts_token(text, i, _PATH_WORD):
@@ -1796,8 +1819,14 @@ _COLON = re.compile(
     r"|"
     + _names_end(_COLON_NAMES, _COLON_CLOSERS, ":")
     # Atomic: once `name: Type =` is seen, its value is the one after "=", even when
-    # that value is rejected, so a second redaction decides as the first did.
-    + r"(?>[ \t]*[A-Za-z_][A-Za-z0-9_.\[\], |]{0,40}?[ \t]*=(?!=)|=|(?![:=]))[ \t]*"
+    # that value is rejected, so a second redaction decides as the first did. The "=" of a
+    # type annotation has a space before it or a quoted word after it (`str="..."`, a
+    # placeholder's "[" included, so that a second pass reads it alike): in
+    # `password: c3VwZXI=` it is base64 padding (a Kubernetes Secret's data), also before the
+    # quote that closes a JSON string, and `secret: Zx9k=Lm2p` is one value, not a type and
+    # a value.
+    + r"(?>[ \t]*[A-Za-z_][A-Za-z0-9_.\[\], |]{0,40}?"
+    + r"(?:[ \t]+=(?!=)|=(?=\\*[\"'][A-Za-z0-9_\[][^\"'\\\s]*\\*[\"']))|=|(?![:=]))[ \t]*"
     + _VALUE
     + r")"
     r"|//(?:hooks\.slack\.com/(?:services|workflows|triggers)/(?P<hook>[A-Za-z0-9+/_-]{20,})"
@@ -1881,10 +1910,18 @@ def _email_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 _HOME = re.compile(r"/(?:home|Users)/(?P<home>[\w-]+(?:\.[\w-]+)*)")
 _NOT_USERS = frozenset({"Shared", "linuxbrew"})  # macOS's shared folder, Homebrew on Linux
 _MOUNT_PREFIX = re.compile(r"(?:/mnt/[A-Za-z]|/var)\Z")  # WSL's /mnt/c/Users, Silverblue's /var/home
+# The rest of a Windows profile folder's name seen from WSL (/mnt/c/Users/John Smith/): Windows
+# names may hold spaces, Linux and macOS login names may not, so only there is "Smith" the name's.
+_SPACED_NAME = re.compile(r"(?: [\w-]+(?:\.[\w-]+)*)+(?=/)")
 
 
 def _home_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     i = m.start()
+    wsl = text.startswith("/Users/", i) and text.startswith("/mnt/", i - 6)
+    if wsl and m.group("home") not in _NOT_USERS:
+        rest = _SPACED_NAME.match(text, m.end("home"))
+        if rest is not None and _starts_token(text, i - 6, _PATH_WORD):
+            return _one(m.start("home"), rest.end(), "home_user")
     if not (
         _starts_token(text, i, _PATH_WORD)
         or _MOUNT_PREFIX.search(text, max(0, i - 6), i) is not None
