@@ -115,8 +115,9 @@ def demo_resources(corpus: Path, warehouse: Path) -> dict[str, Any]:
         f"{source}_root": str(corpus / SOURCE_FOLDERS[source]) if source in SOURCE_FOLDERS else ""
         for source in FORMATS
     }
+    # "" turns the event database off whatever TRAJECTORY_SQL_EVENTS_URL says: never your real events.
     return {
-        "session_sources": {"config": roots},
+        "session_sources": {"config": {**roots, "sql_events_url": ""}},
         "io_manager": {"config": {"base_dir": str(warehouse)}},
     }
 

@@ -87,7 +87,35 @@ def _selection(select: str | None, job: str | None) -> tuple[dg.JobDefinition, l
         raise LaunchError(
             f"no asset {', '.join(unknown) or '(none given)'}; the assets are {', '.join(names)}"
         )
+    # One step makes both halves of raw_sessions/raw_sessions_quarantine: selecting one runs both.
+    for key in list(keys):
+        assets_def = defs.resolve_assets_def(key)
+        if not assets_def.can_subset:
+            keys += [twin for twin in sorted(assets_def.keys) if twin not in keys]
     return defs.resolve_implicit_global_asset_job_def(), keys
+
+
+def _check_config(
+    run_config: dict[str, Any], job_def: dg.JobDefinition, keys: list[dg.AssetKey] | None
+) -> None:
+    """An `ops:` entry this run has no step for would be ignored without a word: refuse it."""
+    ops = run_config.get("ops") or {}
+    if not isinstance(ops, dict):
+        raise LaunchError(f"--config: ops is a mapping of step names, got {type(ops).__name__}")
+    if keys is None:
+        steps = set(job_def.graph.node_names())
+    else:
+        steps = {defs.resolve_assets_def(key).node_def.name for key in keys}
+    stray = sorted(set(ops) - steps)
+    if stray:
+        raise LaunchError(
+            f"--config: this run has no step {', '.join(stray)}; its steps are {', '.join(sorted(steps))}"
+        )
+
+
+def _config_problem(err: dg.DagsterInvalidConfigError) -> str:
+    """Dagster's config errors, one per line, without its traceback."""
+    return "--config: " + "; ".join(error.message.replace("\n", " ") for error in err.errors)
 
 
 def load_run_config(path: str | None) -> dict[str, Any]:
@@ -136,6 +164,12 @@ def materialize(
         raise LaunchError(
             f"--partition-range {first}{RANGE_SEPARATOR}{last}: the first key comes after the last"
         )
+    if first != last and isinstance(partitions, dg.WeeklyPartitionsDefinition):
+        raise LaunchError(
+            f"--partition-range {first}{RANGE_SEPARATOR}{last}: a week's training and eval run one week "
+            "at a time; give --partition WEEK for each week in turn"
+        )
+    _check_config(run_config, job_def, keys)
     tags = {"dagster/asset_partition_range_start": first, "dagster/asset_partition_range_end": last}
     dagster_home()
     with dg.DagsterInstance.get() as instance:
@@ -143,9 +177,16 @@ def materialize(
         # concurrency slots freed, so this run does not wait for them for ever.
         for run_id in reap_dead_runs(instance):
             print(f"trajectory-pipeline materialize: run {run_id} was killed; marked failed", file=sys.stderr)
-        return job_def.execute_in_process(
-            instance=instance, asset_selection=keys, tags=tags, run_config=run_config, raise_on_error=False
-        )
+        try:
+            return job_def.execute_in_process(
+                instance=instance,
+                asset_selection=keys,
+                tags=tags,
+                run_config=run_config,
+                raise_on_error=False,
+            )
+        except dg.DagsterInvalidConfigError as err:
+            raise LaunchError(_config_problem(err)) from None
 
 
 def run(

@@ -105,3 +105,40 @@ def test_the_config_reaches_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     with dg.DagsterInstance.from_config(str(tmp_path / "home")) as instance:
         [run] = instance.get_runs()
         assert run.run_config["ops"]["mined_trajectories"]["config"]["min_kept_attempts"] == 7
+
+
+def test_a_range_of_weeks_is_one_line() -> None:
+    from assets.launch import LaunchError, materialize
+
+    with pytest.raises(LaunchError, match="one week at a time; give --partition WEEK"):
+        materialize(None, "weekly_retrain_job", None, "2026-11-08...2026-11-15")
+
+
+def test_one_half_of_the_raw_sessions_step_selects_both() -> None:
+    import dagster as dg
+
+    from assets.launch import _selection
+
+    for name in ("raw_sessions", "raw_sessions_quarantine"):
+        _, keys = _selection(name, None)
+        assert set(keys or []) == {dg.AssetKey("raw_sessions"), dg.AssetKey("raw_sessions_quarantine")}
+
+
+def test_config_for_a_step_the_run_does_not_have_is_refused(tmp_path: Path) -> None:
+    from assets.launch import LaunchError, materialize
+
+    config = tmp_path / "run.yaml"
+    config.write_text("ops:\n  mined_trajectorie:\n    config:\n      min_kept_attempts: 7\n")
+    with pytest.raises(LaunchError, match="no step mined_trajectorie; its steps are mined_trajectories"):
+        materialize("mined_trajectories", None, "2026-11-20", None, str(config))
+
+
+def test_config_dagster_refuses_is_one_line(tmp_path: Path) -> None:
+    config = tmp_path / "run.yaml"
+    config.write_text("ops:\n  mined_trajectories:\n    config:\n      unverified_edit_tierr: bronze\n")
+    result = _run(
+        tmp_path, "--select", "mined_trajectories", "--partition", "2026-11-20", "--config", str(config)
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.strip().count("\n") == 0
+    assert "--config" in result.stderr and "unverified_edit_tierr" in result.stderr

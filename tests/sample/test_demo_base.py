@@ -57,3 +57,16 @@ def test_a_base_learned_on_records_older_code_rendered_is_learned_again(
     assert "Learning the base model" in capsys.readouterr().out
     assert again["dataset_hash"] == fresh["dataset_hash"]
     assert pretraining_record(model) == again
+
+
+def test_the_demo_reads_the_sample_corpus_and_no_event_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from resources.session_sources import SessionSources
+
+    monkeypatch.setenv("TRAJECTORY_SQL_EVENTS_URL", f"sqlite:///{tmp_path / 'your-real-events.sqlite'}")
+    config = demo.demo_resources(tmp_path / "corpus", tmp_path / "warehouse")["session_sources"]["config"]
+    sources = SessionSources(**config)
+    assert sources.stores() == []
+    roots = [root for root in sources.configured().values() if root]  # "" is a source turned off
+    assert roots and all(root.startswith(str(tmp_path / "corpus")) for root in roots)
