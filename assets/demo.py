@@ -28,6 +28,7 @@ and the whole demo fits in minutes on two CPU cores.
 from __future__ import annotations
 
 import datetime as dt
+import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -48,7 +49,7 @@ from resources.mlx_trainer import MLXTrainer
 from trajectory_pipeline.dataset.mlx_data import read_manifest
 from trajectory_pipeline.evaluation.promotion import PROMOTED_STATUS
 from trajectory_pipeline.ingest.formats import FORMATS
-from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
+from trajectory_pipeline.sample.corpus import MARKER, SOURCE_FOLDERS, CorpusSpec, generate_corpus
 from trajectory_pipeline.sample.summary import (
     eval_table,
     last_value,
@@ -134,6 +135,7 @@ def _run_daily(
     dates = spec.dates
     return defs.resolve_job_def("daily_ingest_job").execute_in_process(
         instance=instance,
+        raise_on_error=False,
         run_config={
             "loggers": {"console": {"config": {"log_level": log_level}}},
             "resources": demo_resources(corpus, warehouse),
@@ -162,8 +164,12 @@ def run_demo(corpus_dir: str, data_dir: str) -> int:
     corpus, warehouse = Path(corpus_dir).resolve(), Path(data_dir).resolve()
     root = warehouse.parent
     spec = CorpusSpec(profile="demo")
-    if not corpus.exists():
-        summary = generate_corpus(corpus, spec)
+    if not (corpus / MARKER).is_file():  # new or empty (a folder of anything else is refused)
+        try:
+            summary = generate_corpus(corpus, spec)
+        except OSError as err:
+            print(f"trajectory-pipeline demo: --corpus: {err}", file=sys.stderr)
+            return 2
         print(
             f"Generated the sample corpus in {corpus}: {summary.sessions} sessions in {summary.files} files."
         )
@@ -174,6 +180,12 @@ def run_demo(corpus_dir: str, data_dir: str) -> int:
     with dg.DagsterInstance.get() as instance:
         result = _run_daily(instance, corpus, warehouse, spec, mlx_dir)
     elapsed = time.perf_counter() - started
+    if not result.success:
+        print(
+            f"trajectory-pipeline demo: the daily run {result.run_id} failed: its log above says why",
+            file=sys.stderr,
+        )
+        return 1
     materialized = (
         event.asset_key.to_user_string()
         for event in result.get_asset_materialization_events()

@@ -43,6 +43,11 @@ def test_the_readme_lists_every_setting() -> None:
         (settings.CELERY_BROKER, "localhost", settings.celery_broker),
         (settings.WEEKLY_CRON, "every sunday", settings.weekly_cron),
         (settings.DAILY_CRON, "30 0 * *", settings.daily_cron),
+        # Five fields that Dagster would refuse as the definitions load, for every command.
+        (settings.DAILY_CRON, "0 24 * * *", settings.daily_cron),
+        (settings.DAILY_CRON, "61 * * * *", settings.daily_cron),
+        (settings.DAILY_CRON, "*/0 * * * *", settings.daily_cron),
+        (settings.WEEKLY_CRON, "0 0 31 2 *", settings.weekly_cron),
         (settings.SENSOR_INTERVAL, "0", settings.sensor_interval_seconds),
         (settings.RUN_CONFIG, "/nonexistent/run.yaml", settings.run_config_file),
         (settings.SERVE_PORT, "70000", settings.serve_port),
@@ -73,3 +78,25 @@ def test_the_real_corpus_resolves_against_the_checkout(
     assert settings.real_corpus() == (CHECKOUT.parent / "shared" / "corpus" / "real").resolve()
     monkeypatch.setenv(settings.REAL_CORPUS.name, str(tmp_path))
     assert settings.real_corpus() == tmp_path
+
+
+@pytest.mark.parametrize(
+    "value", ["0 3 * * 0", "30 0 * * *", "*/15 8-18/2 1,15 * 1-5", "0 0 29 2 *", "0 9 * * 7"]
+)
+def test_a_cron_schedule_the_settings_accept_is_one_dagster_accepts(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dagster as dg
+
+    monkeypatch.setenv(settings.DAILY_CRON.name, value)
+    dg.ScheduleDefinition(name="probe", cron_schedule=settings.daily_cron(), target="*")
+
+
+@pytest.mark.parametrize("value", ["99999", "-5", "0", "http"])
+def test_a_serve_port_flag_out_of_range_is_one_line(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from trajectory_pipeline import cli
+
+    with pytest.raises(SystemExit) as raised:
+        cli.build_parser().parse_args(["serve", "--port", value])
+    assert raised.value.code == 2
+    assert f"argument --port: {value!r} is not a TCP port number from 1 to 65535" in capsys.readouterr().err

@@ -59,8 +59,15 @@ def build_parser() -> argparse.ArgumentParser:
         "serve", help="mlx-lm's OpenAI-compatible server on 127.0.0.1 with the registry's promoted model"
     )
     default_port = f"${settings.SERVE_PORT.name}, else {settings.SERVE_PORT.default}"
-    server.add_argument("--port", type=int, help=f"TCP port (default: {default_port})")
+    server.add_argument("--port", type=_port, help=f"TCP port (default: {default_port})")
     return parser
+
+
+def _port(text: str) -> int:
+    port = settings.port_number(text.strip())
+    if port is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port number from 1 to 65535")
+    return port
 
 
 MLX_COMMANDS = ("tiny-model", "learn-base", "demo")  # serve says which BLAS once it has a model

@@ -267,16 +267,41 @@ def schedule_timezone() -> str:
     return value
 
 
-_CRON_FIELD = re.compile(r"^[\d*/,\-]+$")
+# One item of a cron field: *, */step, N, N-M or N-M/step (names such as MON are not read).
+_CRON_ITEM = re.compile(r"(?:\*|(?P<low>\d+)(?:-(?P<high>\d+))?)(?:/(?P<step>\d+))?")
+_CRON_FIELDS = (("minute", 0, 59), ("hour", 0, 23), ("day", 1, 31), ("month", 1, 12), ("weekday", 0, 7))
+
+
+def _cron_problem(fields: list[str]) -> str | None:
+    """What makes five cron fields a schedule Dagster refuses at load (a value out of its range,
+    a step of 0, a range backwards, a day February never has), or None."""
+    for field, (name, lowest, highest) in zip(fields, _CRON_FIELDS, strict=True):
+        for item in field.split(","):
+            found = _CRON_ITEM.fullmatch(item)
+            if found is None:
+                return f"the {name} field {field!r} is not a number, a range, * or a step"
+            low, high, step = (found.group(key) for key in ("low", "high", "step"))
+            values = [int(value) for value in (low, high) if value is not None]
+            if any(not lowest <= value <= highest for value in values):
+                return f"the {name} field {field!r} is outside {lowest}-{highest}"
+            if step is not None and int(step) == 0:
+                return f"the {name} field {field!r} has a step of 0"
+            if len(values) == 2 and values[0] > values[1]:
+                return f"the {name} field {field!r} runs backwards"
+    if fields[3] == "2" and all(day.isdigit() and int(day) > 29 for day in fields[2].split(",")):
+        return "February has no day " + fields[2]
+    return None
 
 
 def _cron(setting: Setting) -> str:
     value = setting.value() or setting.default
     fields = value.split()
-    if len(fields) != 5 or not all(_CRON_FIELD.match(field) for field in fields):
+    problem = _cron_problem(fields) if len(fields) == 5 else "it needs five fields"
+    if problem is not None:
         raise setting.fail(
             value,
-            f"not a cron schedule of five fields (minute hour day month weekday) like {setting.default!r}.",
+            f"not a cron schedule of five fields (minute hour day month weekday) like "
+            f"{setting.default!r}: {problem}.",
         )
     return " ".join(fields)
 
@@ -353,13 +378,19 @@ def registry_url() -> str | None:
     return REGISTRY_URL.value() or None
 
 
+def port_number(value: str) -> int | None:
+    """`value` as a TCP port a server can listen on (1 to 65535), or None when it is not one."""
+    return int(value) if value.isdigit() and 1 <= int(value) <= 65535 else None
+
+
 def serve_port() -> int:
     value = SERVE_PORT.value() or SERVE_PORT.default
-    if not value.isdigit() or not 1 <= int(value) <= 65535:
+    port = port_number(value)
+    if port is None:
         raise SERVE_PORT.fail(
             value, f"use a TCP port number from 1 to 65535 (default {SERVE_PORT.default}), or unset it."
         )
-    return int(value)
+    return port
 
 
 def source_root_variable(source: str) -> str:

@@ -70,3 +70,15 @@ def test_the_demo_reads_the_sample_corpus_and_no_event_database(
     assert sources.stores() == []
     roots = [root for root in sources.configured().values() if root]  # "" is a source turned off
     assert roots and all(root.startswith(str(tmp_path / "corpus")) for root in roots)
+
+
+def test_a_corpus_folder_of_other_files_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("not a sample corpus")
+    assert demo.run_demo(str(mine), str(tmp_path / "warehouse")) == 2
+    said = capsys.readouterr().err
+    assert said.startswith("trajectory-pipeline demo: --corpus:") and "not empty" in said
+    assert [path.name for path in mine.iterdir()] == ["notes.txt"]

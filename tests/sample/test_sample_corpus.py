@@ -359,6 +359,9 @@ def test_cli_run_writes_reruns_and_refuses_foreign_directories(
     assert "not empty" in capsys.readouterr().err
     assert [p.name for p in foreign.iterdir()] == ["notes.txt"]
 
+    assert run(parse(["--out", str(foreign / "notes.txt" / "corpus")])) == 2  # under a file
+    assert "Not a directory" in capsys.readouterr().err
+
 
 def test_module_runs_as_a_script_with_the_same_bytes_in_every_process(tmp_path: Path) -> None:
     for hash_seed in ("1", "2"):  # set and dict orders must not leak into the output

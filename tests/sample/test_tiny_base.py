@@ -127,3 +127,14 @@ def test_the_command_says_what_was_wrong(
     assert run(parser.parse_args(["--model", str(model), "--data", str(data), *flags])) == 2
     assert said in capsys.readouterr().err
     assert pretraining_record(model) is None
+
+
+def test_a_data_folder_without_a_dataset_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model, _ = _model_and_data(tmp_path)
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert run(parser.parse_args(["--model", str(model), "--data", str(tmp_path / "nothing-here")])) == 2
+    said = capsys.readouterr().err
+    assert "no mlx-lm dataset manifest" in said and "rendered_splits" in said and said.count("\n") == 1

@@ -144,7 +144,10 @@ def read_manifest(out_dir: Path) -> DatasetManifest:
     """Read `out_dir`/manifest.json and check that each data file still has its recorded sha256."""
     path = out_dir / MANIFEST_NAME
     if not path.is_file():
-        raise FileNotFoundError(f"no mlx-lm dataset manifest at {path}: write it with write_mlx_dataset")
+        raise FileNotFoundError(
+            f"no mlx-lm dataset manifest at {path}: point at a folder rendered_splits wrote (its "
+            "mlx_data_dir config; make demo writes data/mlx/sample-window)"
+        )
     data = json.loads(path.read_text(encoding="utf-8"))
     if data.get("version") != MANIFEST_VERSION:
         raise ValueError(f"{path}: expected manifest version {MANIFEST_VERSION}, got {data.get('version')!r}")

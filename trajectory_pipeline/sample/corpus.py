@@ -594,7 +594,7 @@ def run(args: argparse.Namespace) -> int:
             **{key: value for key, value in given.items() if value is not None},
         )
         summary = generate_corpus(args.out, spec)
-    except (ValueError, FileExistsError) as error:
+    except (ValueError, OSError) as error:  # OSError: --out under a file, or not writable
         print(f"sample-corpus: error: {error}", file=sys.stderr)
         return 2
     seconds = time.perf_counter() - started

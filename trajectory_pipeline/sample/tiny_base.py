@@ -191,8 +191,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """The `learn-base` command; a setting out of range, a model already learned otherwise or data
-    smaller than a batch is one line (exit 2), not a traceback."""
+    """The `learn-base` command; a setting out of range, a model already learned otherwise, a data
+    folder without an mlx-lm dataset or data smaller than a batch is one line (exit 2), not a
+    traceback."""
     try:
         settings = BaseTraining(
             iters=args.iters,
@@ -202,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
             history_calls=args.mask_prompt,  # the history's calls are decisions too: masked training only
         )
         record = learn_base(args.model, args.data, settings, on_report=print)
-    except ValueError as err:
+    except (ValueError, FileNotFoundError) as err:  # FileNotFoundError: a data folder without records
         print(f"trajectory-pipeline learn-base: {err}", file=sys.stderr)
         return 2
     print(f"learned base in {args.model}: {record['seconds']}s, dataset {record['dataset_hash'][:16]}")
