@@ -1,7 +1,9 @@
 """`trajectory-pipeline materialize`: assets for a day, a week or a range of them, in one run.
 
-It runs in this process against the real instance (`DAGSTER_HOME`), as `dagster asset materialize`
-does, so the run, its metadata and its checks show up in `make ui`; unlike it, a partition key
+It runs in this process against the real instance (`DAGSTER_HOME`), so the run, its metadata and
+its checks show up in `make ui`. Its steps run in this process too, whatever `TRAJECTORY_EXECUTOR`
+says (the command says so when it is set otherwise): `dagster asset materialize`, the UI and the
+daemon's runs use that executor. Unlike `dagster asset materialize`, a partition key
 that does not exist yet (before `TRAJECTORY_START_DATE`, or a day that is not over) is one line
 that says what to change, not a traceback, and Dagster's notices about its own beta APIs stay out
 of the way.
@@ -171,6 +173,13 @@ def materialize(
         )
     _check_config(run_config, job_def, keys)
     tags = {"dagster/asset_partition_range_start": first, "dagster/asset_partition_range_end": last}
+    if settings.executor() != "in_process":
+        print(
+            f"trajectory-pipeline materialize: the steps run in this process; {settings.EXECUTOR.name}="
+            f"{settings.executor()} applies to runs that dagster asset materialize, the UI or the "
+            "daemon launch",
+            file=sys.stderr,
+        )
     dagster_home()
     with dg.DagsterInstance.get() as instance:
         # No daemon needed: runs killed earlier (their worker gone) are failed and their

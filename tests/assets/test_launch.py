@@ -44,8 +44,13 @@ def test_a_missing_partition_is_named_with_the_fix(key: str, weekly: bool, expec
         assert problem is not None and expected in problem and "\n" not in problem
 
 
-def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"), "TRAJECTORY_DATA_DIR": str(tmp_path / "wh")}
+def _run(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(tmp_path / "home"),
+        "TRAJECTORY_DATA_DIR": str(tmp_path / "wh"),
+        **(env or {}),
+    }
     env.update({spec.variable: "" for spec in FORMATS.values()})  # no source: never the real home folders
     return subprocess.run(
         [str(CLI), "materialize", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
@@ -142,3 +147,11 @@ def test_config_dagster_refuses_is_one_line(tmp_path: Path) -> None:
     assert result.returncode == 2, result.stderr[-2000:]
     assert result.stderr.strip().count("\n") == 0
     assert "--config" in result.stderr and "unverified_edit_tierr" in result.stderr
+
+
+@pytest.mark.slow
+def test_the_command_says_its_steps_run_here_whatever_the_executor(tmp_path: Path) -> None:
+    env_executor = {"TRAJECTORY_EXECUTOR": "multiprocess"}
+    result = _run(tmp_path, "--select", "raw_sessions", "--partition", "2026-11-20", env=env_executor)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "the steps run in this process; TRAJECTORY_EXECUTOR=multiprocess applies to" in result.stderr
