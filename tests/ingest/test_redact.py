@@ -136,6 +136,11 @@ PLANTED: list[tuple[str, str, str]] = [
     ("password", "data:\n  password: " + "c3VwZXJz" + "ZWNyZXQxMjM=\n", "c3VwZXJz"),
     ("secret", "  api-token: " + "c2stcHJv" + "ai1hYmNkZWY=", "c2stcHJv"),
     ("secret", "secret: " + "Zx9k" + "=Lm2pQ7", "Zx9k"),
+    # Vendor keys of known shapes with no kind of their own: Groq, Shopify, Linear, Replicate.
+    ("secret", 'GROQ="gsk_' + "iK2ZWeqhFWCEPyYngFb51yBMWXaSCrUZoL8g5ubbbPIa84yRnBUb" + '"', "iK2ZWeqh"),
+    ("secret", "X-Shopify-Access-Token: shpat_" + "7ef7b77e90d3593ad699fc1f7cd5bb2e", "7ef7b77e"),
+    ("secret", "linear --key lin_api_" + "QGgXkH1zxFUbEctT2NLLzPkkGoaXmI63JozGw82K", "QGgXkH1z"),
+    ("secret", "REPLICATE=r8_" + "wD6rQJM9UayY20948VGZiHXJnB8dE3xKJm8GA", "wD6rQJM9"),
     # Not code that names a secret (`&str`, `@token`, `process.env.X!`): passwords.
     ("password", "password: " + "hunter" + "2!", "hunter2"),
     ("password", "password: @" + "dm1n", "dm1n"),

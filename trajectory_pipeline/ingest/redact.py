@@ -831,7 +831,13 @@ _UNDERSCORE = re.compile(
     r"|(?<=whsec_)(?:[A-Za-z0-9]{32,}|[A-Za-z0-9]{4,31}" + _CUT_END + ")"
     r"|(?:(?<=k_live_)|(?<=k_test_))(?:[A-Za-z0-9]{10,}|[A-Za-z0-9]{4,9}" + _CUT_END + ")"
     # DigitalOcean (gitleaks digitalocean-pat, -access-token, -refresh-token).
-    r"|(?<=do[por]_v1_)(?:[a-f0-9]{64}(?![A-Za-z0-9])|[a-f0-9]{4,63}" + _CUT_END + "))"
+    r"|(?<=do[por]_v1_)(?:[a-f0-9]{64}(?![A-Za-z0-9])|[a-f0-9]{4,63}" + _CUT_END + ")"
+    # Groq, Shopify (gitleaks shopify-access-token, -custom-access-token, -private-app-access-token,
+    # -shared-secret), Linear (linear-api-key) and Replicate keys.
+    r"|(?<=gsk_)(?:[A-Za-z0-9]{52}|[A-Za-z0-9]{4,51}" + _CUT_END + ")"
+    r"|(?<=shp(?:at|ca|pa|ss)_)(?:[a-fA-F0-9]{32}|[a-fA-F0-9]{4,31}" + _CUT_END + ")"
+    r"|(?<=lin_api_)(?:[A-Za-z0-9]{40}|[A-Za-z0-9]{4,39}" + _CUT_END + ")"
+    r"|(?<=r8_)(?:[A-Za-z0-9]{37}|[A-Za-z0-9]{4,36}" + _CUT_END + "))"
 )
 # The vendor prefix that ends at the "_" anchor, its kind and its shortest whole token
 # (else ghp_, gho_, ...: github_token, 36); a shorter one is cut.
@@ -849,6 +855,13 @@ _UNDERSCORE_PREFIXES: tuple[tuple[str, str, int], ...] = (
     ("dop_v1_", "digitalocean_token", 64),
     ("doo_v1_", "digitalocean_token", 64),
     ("dor_v1_", "digitalocean_token", 64),
+    ("gsk_", "secret", 52),
+    ("shpat_", "secret", 32),
+    ("shpca_", "secret", 32),
+    ("shppa_", "secret", 32),
+    ("shpss_", "secret", 32),
+    ("lin_api_", "secret", 40),
+    ("r8_", "secret", 37),
 )
 
 
@@ -2098,7 +2111,10 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
         _SK: (r"sk-[A-Za-z0-9_-]{4}",),
         _GL: (r"gl(?:pat|dt|ft|rt|soat|cbt|ptt|imt|oas|agent|ffct)-[A-Za-z0-9_-]{4}",),
         _X: (r"x(?:ox[abposre]|app)-",),
-        _UNDERSCORE: (r"(?:gh[pousr]|github_pat|npm|hf|whsec|k_live|k_test|do[por]_v1)_[A-Za-z0-9]{4}",),
+        _UNDERSCORE: (
+            r"(?:gh[pousr]|github_pat|npm|hf|whsec|k_live|k_test|do[por]_v1|gsk|shp(?:at|ca|pa|ss)|lin_api|r8)"
+            r"_[A-Za-z0-9]{4}",
+        ),
         _A: (
             r"A(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{4}",
             r"AIza[A-Za-z0-9_-]{4}",
