@@ -141,6 +141,8 @@ PLANTED: list[tuple[str, str, str]] = [
     ("secret", "X-Shopify-Access-Token: shpat_" + "7ef7b77e90d3593ad699fc1f7cd5bb2e", "7ef7b77e"),
     ("secret", "linear --key lin_api_" + "QGgXkH1zxFUbEctT2NLLzPkkGoaXmI63JozGw82K", "QGgXkH1z"),
     ("secret", "REPLICATE=r8_" + "wD6rQJM9UayY20948VGZiHXJnB8dE3xKJm8GA", "wD6rQJM9"),
+    ("password", "GPG_PASSPHRASE=" + "Zx9kLm" + "2pQ7 gpg --batch --pinentry-mode loopback", "Zx9kLm"),
+    ("password", '  passphrase: "' + "Zx9kLm" + '2pQ7"', "Zx9kLm"),
     # Not code that names a secret (`&str`, `@token`, `process.env.X!`): passwords.
     ("password", "password: " + "hunter" + "2!", "hunter2"),
     ("password", "password: @" + "dm1n", "dm1n"),

@@ -365,8 +365,9 @@ def _value(p: str = "") -> str:
 _VALUE = _value()
 # gitleaks' generic-api-key keywords, narrowed to the ones whose value is the secret;
 # "key" counts only after api/secret/access/private/... (see _SECRET_KEY_NAMES), and
-# "pass" only as the last part of a longer name (SMTP_PASS, db-pass, smtpPass).
-_KEYWORDS = ("password", "passwd", "pwd", "pass", "secret", "token", "key")
+# "pass" only as the last part of a longer name (SMTP_PASS, db-pass, smtpPass); with
+# "passphrase" (GPG_PASSPHRASE, an SSH key's), whose value is a password too.
+_KEYWORDS = ("password", "passwd", "passphrase", "pwd", "pass", "secret", "token", "key")
 # Names whose values the ":" and "=" passes judge besides (`_keyword_at` gives the kind):
 # Rails' and Phoenix's secret_key_base, a Cookie or Set-Cookie header (`document.cookie =`),
 # a GCP service account's private_key_id, a Docker config.json "auth", PuTTY's
