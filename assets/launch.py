@@ -172,6 +172,7 @@ def materialize(
             "at a time; give --partition WEEK for each week in turn"
         )
     _check_config(run_config, job_def, keys)
+    settings.data_dir()  # a data folder that is a file: one line here, not a failed step's stack
     tags = {"dagster/asset_partition_range_start": first, "dagster/asset_partition_range_end": last}
     if settings.executor() != "in_process":
         print(

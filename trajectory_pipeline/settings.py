@@ -232,7 +232,10 @@ SETTINGS: tuple[Setting, ...] = (
 
 
 def data_dir() -> str:
-    return DATA_DIR.value() or DATA_DIR.default
+    value = DATA_DIR.value() or DATA_DIR.default
+    if Path(value).expanduser().is_file():  # an object-store URL is no local path: left to storage
+        raise DATA_DIR.fail(value, "a file, not a folder: point it at the folder the tables go in.")
+    return value
 
 
 def cache_dir() -> str:

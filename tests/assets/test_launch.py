@@ -155,3 +155,21 @@ def test_the_command_says_its_steps_run_here_whatever_the_executor(tmp_path: Pat
     result = _run(tmp_path, "--select", "raw_sessions", "--partition", "2026-11-20", env=env_executor)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "the steps run in this process; TRAJECTORY_EXECUTOR=multiprocess applies to" in result.stderr
+
+
+def test_a_data_folder_that_is_a_file_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "tables").write_text("not a folder")
+    result = _run(
+        tmp_path,
+        "--select",
+        "mined_trajectories",
+        "--partition",
+        "2026-11-20",
+        env={"TRAJECTORY_DATA_DIR": str(tmp_path / "tables")},
+    )
+    assert result.returncode == 2
+    assert (
+        result.stderr.strip().count("\n") == 0
+        and "TRAJECTORY_DATA_DIR=" in result.stderr
+        and "a file, not a folder" in result.stderr
+    )

@@ -94,12 +94,28 @@ def test_serve_answers_a_chat_completion_with_a_tool_call(served: Served) -> Non
 def test_no_promoted_model_is_one_line_saying_how_to_get_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("TRAJECTORY_REGISTRY_URL", sqlite_url(tmp_path / "empty.sqlite"))
+    empty = AdapterRegistry(sqlite_url(tmp_path / "empty.sqlite"))
+    assert empty.list() == []  # the registry exists, with no adapter in it
+    monkeypatch.setenv("TRAJECTORY_REGISTRY_URL", empty.url)
     assert cli.main(["serve"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert err.startswith("trajectory-pipeline serve: no promoted model in the adapter registry")
     assert "materialize --job weekly_retrain_job" in err
+
+
+def test_a_registry_file_that_is_not_there_is_one_line_and_is_not_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "typo" / "adapters.sqlite"
+    monkeypatch.setenv("TRAJECTORY_REGISTRY_URL", sqlite_url(missing))
+    assert cli.main(["serve"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.startswith(f"trajectory-pipeline serve: no adapter registry at {missing}")
+        and err.count("\n") == 1
+    )
+    assert not (tmp_path / "typo").exists()
 
 
 @pytest.mark.serving
