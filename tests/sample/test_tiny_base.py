@@ -24,6 +24,13 @@ from trajectory_pipeline.sample.tiny_model import TinyModelSpec, build_tiny_mode
 SETTINGS = BaseTraining(iters=3, batch_size=1, learning_rate=1e-2)
 
 
+def _command(model: Path, data: Path, *flags: str) -> argparse.Namespace:
+    """The `learn-base` command line, parsed as the CLI parses it."""
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return parser.parse_args(["--model", str(model), "--data", str(data), *flags])
+
+
 def _model_and_data(root: Path) -> tuple[Path, Path]:
     rows = _rows()
     data = root / "data"
@@ -81,29 +88,15 @@ def test_the_command_learns_on_every_token_when_asked(
 ) -> None:
     """`learn-base --no-mask-prompt --learning-rate ...`: what bench_base.py's long base is built with."""
     model, data = _model_and_data(tmp_path)
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    args = parser.parse_args(
-        [
-            "--model",
-            str(model),
-            "--data",
-            str(data),
-            "--iters",
-            "2",
-            "--batch-size",
-            "1",
-            "--learning-rate",
-            "0.01",
-            "--no-mask-prompt",
-        ]
+    args = _command(
+        model, data, "--iters", "2", "--batch-size", "1", "--learning-rate", "0.01", "--no-mask-prompt"
     )
     assert run(args) == 0
     settings = pretraining_record(model)["settings"]  # type: ignore[index]
     assert settings["mask_prompt"] is False and settings["history_calls"] is False
     assert (settings["iters"], settings["batch_size"], settings["learning_rate"]) == (2, 1, 0.01)
     assert f"learned base in {model}" in capsys.readouterr().out
-    defaults = parser.parse_args(["--model", "m", "--data", "d"])
+    defaults = _command(Path("m"), Path("d"))
     assert (defaults.mask_prompt, defaults.learning_rate) == (
         BaseTraining().mask_prompt,
         BaseTraining().learning_rate,
@@ -122,9 +115,7 @@ def test_the_command_says_what_was_wrong(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], said: str
 ) -> None:
     model, data = _model_and_data(tmp_path)
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    assert run(parser.parse_args(["--model", str(model), "--data", str(data), *flags])) == 2
+    assert run(_command(model, data, *flags)) == 2
     assert said in capsys.readouterr().err
     assert pretraining_record(model) is None
 
@@ -133,8 +124,6 @@ def test_a_data_folder_without_a_dataset_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     model, _ = _model_and_data(tmp_path)
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    assert run(parser.parse_args(["--model", str(model), "--data", str(tmp_path / "nothing-here")])) == 2
+    assert run(_command(model, tmp_path / "nothing-here")) == 2
     said = capsys.readouterr().err
     assert "no mlx-lm dataset manifest" in said and "rendered_splits" in said and said.count("\n") == 1
