@@ -4,9 +4,10 @@ What it proves is the project's point: the adapter trained on a user's sessions 
 decisions better than the model it started from. So:
 
 1. The demo user's sample corpus (their repositories and habits, `CorpusSpec(profile="demo")`) is
-   generated when absent, the session sources are pointed at it and nowhere else (never at your
-   real home folders), and every sample day is materialized in one run through the instance, so
-   the run and its metadata show up in `make ui`.
+   generated when absent (or into an empty folder), the session sources are pointed at it and
+   nowhere else (never at your real home folders, nor an event database), and every sample day
+   is materialized in one run through the instance, so the run and its metadata show up in
+   `make ui`.
 2. The learned base, once: other people's sessions (`profile="generic"`: other repositories,
    generic habits, disjoint sessions) go through the same daily stages in a private, ephemeral
    instance; the tiny model's tokenizer and a full fine-tune of every weight learn from them

@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
         "demo", help="materialize the pipeline on the sample corpus and print a summary"
     )
     demo.add_argument(
-        "--corpus", default="data/sample_corpus", help="sample corpus folder (generated if absent)"
+        "--corpus", default="data/sample_corpus", help="sample corpus folder (generated if absent or empty)"
     )
     demo.add_argument("--data-dir", default="data/warehouse", help="where the Parquet tables are written")
     launch = commands.add_parser(
