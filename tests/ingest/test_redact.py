@@ -142,6 +142,19 @@ PLANTED: list[tuple[str, str, str]] = [
     ("secret", "linear --key lin_api_" + "QGgXkH1zxFUbEctT2NLLzPkkGoaXmI63JozGw82K", "QGgXkH1z"),
     ("secret", "REPLICATE=r8_" + "wD6rQJM9UayY20948VGZiHXJnB8dE3xKJm8GA", "wD6rQJM9"),
     ("password", "GPG_PASSPHRASE=" + "Zx9kLm" + "2pQ7 gpg --batch --pinentry-mode loopback", "Zx9kLm"),
+    # A presigned URL's signature is its credential (valid until it expires).
+    (
+        "secret",
+        "curl 'https://b.s3.amazonaws.com/k?X-Amz-Expires=3600&X-Amz-Signature="
+        + "5d672d79c15b1316"
+        + "2d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7'",
+        "5d672d79c15b1316",
+    ),
+    (
+        "secret",
+        "?X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Signature=" + "8a7f3c0e1d2b4a59" + "68778695a4b3",
+        "8a7f3c0e",
+    ),
     ("password", '  passphrase: "' + "Zx9kLm" + '2pQ7"', "Zx9kLm"),
     # Not code that names a secret (`&str`, `@token`, `process.env.X!`): passwords.
     ("password", "password: " + "hunter" + "2!", "hunter2"),

@@ -374,7 +374,16 @@ _KEYWORDS = ("password", "passwd", "passphrase", "pwd", "pass", "secret", "token
 # Private-Lines, an Azure SAS's sig= and `id` output's uid=. They share the keywords'
 # lookbehinds (one test per separator), which costs less than a test of their own.
 _COLON_NAMES = (*_KEYWORDS, "secret_key_base", "cookie", "private_key_id", "auth", "private-lines")
-_EQUALS_NAMES = (*_KEYWORDS, "secret_key_base", "cookie", "?sig", "&sig", ";sig")
+_EQUALS_NAMES = (
+    *_KEYWORDS,
+    "secret_key_base",
+    "cookie",
+    "?sig",
+    "&sig",
+    ";sig",
+    "amz-signature",
+    "goog-signature",
+)
 _OTHER_NAME_KINDS = {
     "secret_key_base": "secret",
     "cookie": "session_cookie",
@@ -384,6 +393,8 @@ _OTHER_NAME_KINDS = {
     "?sig": "azure_sas",
     "&sig": "azure_sas",
     ";sig": "azure_sas",
+    "amz-signature": "secret",  # a presigned URL's X-Amz-Signature=
+    "goog-signature": "secret",  # and X-Goog-Signature=
 }
 _SECRET_KEY_NAMES = (
     "apikey",
