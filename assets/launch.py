@@ -174,10 +174,11 @@ def materialize(
     _check_config(run_config, job_def, keys)
     settings.data_dir()  # a data folder that is a file: one line here, not a failed step's stack
     tags = {"dagster/asset_partition_range_start": first, "dagster/asset_partition_range_end": last}
-    if settings.executor() != "in_process":
+    executor = settings.executor()
+    if executor != "in_process":
         print(
             f"trajectory-pipeline materialize: the steps run in this process; {settings.EXECUTOR.name}="
-            f"{settings.executor()} applies to runs that dagster asset materialize, the UI or the "
+            f"{executor} applies to runs that dagster asset materialize, the UI or the "
             "daemon launch",
             file=sys.stderr,
         )

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from trajectory_pipeline import blas, settings
 from trajectory_pipeline.sample import corpus as sample_corpus
@@ -98,19 +97,18 @@ def main(argv: list[str] | None = None) -> int:
 def _serve(port: int | None) -> int:
     """`serve`: the registry's promoted model in mlx-lm's server; one line, no traceback, when there is
     none (the line says how to get one). Needs no Dagster: the registry is read directly."""
-    from sqlalchemy.engine import make_url
     from sqlalchemy.exc import SQLAlchemyError
 
     from trajectory_pipeline.serving.server import NothingToServe, serve
-    from trajectory_pipeline.training.registry import AdapterRegistry, default_url
+    from trajectory_pipeline.training.registry import AdapterRegistry, default_url, sqlite_file
 
     try:
         port = port if port is not None else settings.serve_port()
         registry_url = default_url()
-        url = make_url(registry_url)
-        if url.get_backend_name() == "sqlite" and url.database and not Path(url.database).exists():
+        database = sqlite_file(registry_url)
+        if database is not None and not database.exists():
             raise NothingToServe(  # reading it would create an empty one
-                f"no adapter registry at {url.database}: train and promote an adapter first (make demo, "
+                f"no adapter registry at {database}: train and promote an adapter first (make demo, "
                 f"or weekly_retrain_job), or point {settings.REGISTRY_URL.name} at yours"
             )
         serve(AdapterRegistry(registry_url), port, blas.blas_in_use().describe())

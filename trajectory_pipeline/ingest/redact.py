@@ -1942,14 +1942,15 @@ _SPACED_NAME = re.compile(r"(?: [\w-]+(?:\.[\w-]+)*)+(?=/)")
 
 def _home_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     i = m.start()
-    wsl = text.startswith("/Users/", i) and text.startswith("/mnt/", i - 6)
-    if wsl and m.group("home") not in _NOT_USERS:
+    mount = _MOUNT_PREFIX.search(text, max(0, i - 6), i)
+    wsl = mount is not None and mount.group().startswith("/mnt/") and text.startswith("/Users/", i)
+    if wsl and m.group("home") not in _NOT_USERS and _starts_token(text, i - 6, _PATH_WORD):
         rest = _SPACED_NAME.match(text, m.end("home"))
-        if rest is not None and _starts_token(text, i - 6, _PATH_WORD):
+        if rest is not None:
             return _one(m.start("home"), rest.end(), "home_user")
     if not (
         _starts_token(text, i, _PATH_WORD)
-        or _MOUNT_PREFIX.search(text, max(0, i - 6), i) is not None
+        or mount is not None
         or text.startswith("..", i - 2)  # ../../home/NAME
         # A compiler's or linker's flag glued to the path: -I/home/NAME/include, -L/Users/NAME/lib
         or (

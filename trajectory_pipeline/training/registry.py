@@ -321,17 +321,27 @@ def _upgrade(conn: Connection) -> None:
 # --- Engines. ---
 
 
+def sqlite_file(url: str) -> Path | None:
+    """The file a SQLite registry URL names: None for another database, an in-memory one or a
+    `file:` URI (whose path SQLite itself reads)."""
+    parsed = make_url(url)
+    database = parsed.database or ""
+    if parsed.get_backend_name() != "sqlite" or database in ("", ":memory:") or database.startswith("file:"):
+        return None
+    return Path(database)
+
+
 def _make_engine(url: str) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
         return sa.create_engine(parsed, pool_pre_ping=True)
-    database = parsed.database or ""
-    if database in ("", ":memory:"):
+    if (parsed.database or "") in ("", ":memory:"):
         # One shared connection, or each connection would see its own empty database.
         engine = sa.create_engine(parsed, poolclass=StaticPool, connect_args={"check_same_thread": False})
     else:
-        if not database.startswith("file:"):
-            _create_private_sqlite_file(Path(database))
+        path = sqlite_file(url)
+        if path is not None:
+            _create_private_sqlite_file(path)
         engine = sa.create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
 
     # pysqlite would otherwise defer BEGIN until the first write and commit before DDL; take the
