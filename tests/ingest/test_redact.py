@@ -141,6 +141,17 @@ PLANTED: list[tuple[str, str, str]] = [
     ("secret", "X-Shopify-Access-Token: shpat_" + "7ef7b77e90d3593ad699fc1f7cd5bb2e", "7ef7b77e"),
     ("secret", "linear --key lin_api_" + "QGgXkH1zxFUbEctT2NLLzPkkGoaXmI63JozGw82K", "QGgXkH1z"),
     ("secret", "REPLICATE=r8_" + "wD6rQJM9UayY20948VGZiHXJnB8dE3xKJm8GA", "wD6rQJM9"),
+    # xAI, Perplexity, Docker Hub, Figma, Linear OAuth, Sentry, New Relic, Postman, Atlassian.
+    ("secret", "XAI_API_KEY=x" + "ai-" + fake(80), fake(80)),
+    ("secret", "key: pp" + "lx-" + fake(48), fake(48)),
+    ("secret", "docker login -u me --password-stdin <<< dckr" + "_pat_" + fake(27, "aB3-x_Y7k"), "aB3-x_Y7k"),
+    ("secret", "FIGMA_TOKEN=fi" + "gd_" + fake(40, "Zq4-Wm_8"), "Zq4-Wm_8"),
+    ("secret", "lin" + "_oauth_" + fake(64, "0a1b2c3d4e5f6789"), fake(64, "0a1b2c3d4e5f6789")),
+    ("secret", "SENTRY_AUTH_TOKEN=sntr" + "yu_" + fake(64, "9f8e7d6c5b4a3021"), fake(64, "9f8e7d6c5b4a3021")),
+    ("secret", "sntr" + "ys_" + "eyJpYXQiOjE2ODc" + fake(80, "aB3+/xY7"), fake(80, "aB3+/xY7")),
+    ("secret", "NEW_RELIC_API_KEY: NR" + "AK-" + fake(27, "Q7W2E9R4"), fake(27, "Q7W2E9R4")),
+    ("secret", "x-api-key: PM" + "AK-" + fake(24, "0a1b2c") + "-" + fake(34, "3d4e5f"), fake(34, "3d4e5f")),
+    ("secret", "jira --token AT" + "ATT3" + fake(180, "xFfGF0aB3_-") + "=A1B2C3D4", fake(180, "xFfGF0aB3_-")),
     ("password", "GPG_PASSPHRASE=" + "Zx9kLm" + "2pQ7 gpg --batch --pinentry-mode loopback", "Zx9kLm"),
     # A presigned URL's signature is its credential (valid until it expires).
     (
@@ -298,6 +309,20 @@ PLANTED: list[tuple[str, str, str]] = [
     ("password", "docker login registry.example.com -u ci -p " + "Rf3nv" + "8Q", "Rf3nv8Q"),
     ("password", "curl -sS -U proxyuser:" + "Nt4bw" + "6R https://example.com", "Nt4bw6R"),
     ("password", "http -a ops:" + "Vc7mq" + "5T GET https://api.internal/x", "Vc7mq5T"),
+    ("password", "security add-generic-password -a me -s github.com -w " + "Lq7vz" + "2Rk", "Lq7vz2Rk"),
+    ("password", "ssh-keygen -t ed25519 -N '" + "Hm3#p" + "q8W' -f deploy_key", "Hm3#pq8W"),
+    # A secret-named name, a blank and its value: Windows' setx, fish's set, aws and npm config.
+    ("secret", "setx OPENAI_API_KEY " + "Zx81kLm" + "Q2pR7tV", "Zx81kLmQ2pR7tV"),
+    ("secret", "set -gx GITHUB_TOKEN '" + "Tk9wQ" + "2mZ7'", "Tk9wQ2mZ7"),
+    (
+        "aws_secret_key",
+        "aws configure set aws_secret_access_key " + "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYzQq81kLmZd",
+        "bPxRfiCYz",
+    ),
+    ("secret", "npm config set //registry.npmjs.org/:_authToken " + "Np5kW" + "8qZ2x", "Np5kW8qZ2x"),
+    # A .netrc entry, on one line and on several (also a JSON-escaped tool result).
+    ("password", "machine api.example.com login deploy password " + "Xk9mQ" + "2vLp7", "Xk9mQ2vLp7"),
+    ("password", "machine github.com\n  login octo\n  password " + "ghx9L" + "m2Qp7\n", "ghx9Lm2Qp7"),
     ("password", "openssl pkcs12 -export -in c.pem -passout pass:" + "Hv2kx" + "9M", "Hv2kx9M"),
     ("password", "keytool -list -keystore ks.jks -storepass " + "Bn5wq" + "1Z", "Bn5wq1Z"),
     ("password", "smbclient //fs/share -U ops%" + "Gp8zt" + "4K", "Gp8zt4K"),

@@ -15,10 +15,12 @@ What is redacted by default (`KINDS`): cloud and vendor tokens of known shapes, 
 keys (PEM blocks, a PEM in base64, PuTTY's Private-Lines, age secret keys), JWTs, bearer
 and other Authorization credentials, URL passwords, values of secret-named keys, Azure
 SAS signatures, Docker config.json credentials, GCP private key ids, credential flags of
-the commands that take them, session cookies, e-mail addresses, phone numbers
-(international, North American, and French and UK national formats), national id numbers
-(US social security numbers, UK National Insurance numbers, and, next to their label,
-German tax ids, Dutch BSNs and Canadian SINs), payment card numbers and login names.
+the commands that take them, a secret-named name's value set with a blank (`setx`, fish's
+`set -x`, `aws configure set`, `npm config set`), `.netrc` passwords, session cookies,
+e-mail addresses, phone numbers (international, North American, and French and UK
+national formats), national id numbers (US social security numbers, UK National
+Insurance numbers, and, next to their label, German tax ids, Dutch BSNs and Canadian
+SINs), payment card numbers and login names.
 E-mail addresses and login names can be switched off (`Redactor(emails=False,
 home_paths=False)`); the rest cannot.
 
@@ -48,8 +50,9 @@ nanoseconds per byte however rare its characters are. So the patterns are groupe
 passes (`_PASSES`) that each start on one literal anchor: a vendor prefix (`sk-`, `gl`,
 `xox`, `dapi`, `hv`), the "_" after one (`ghp_`, `npm_`, `dop_v1_`), "A" of AKIA/AIza/
 AC.../AGE-/`pypi-A`/`bot-id:A`, "S" of SG./SK/`LS0t`, `eyJ` of a JWT, `earer` of Bearer,
-the "=" or ":" after a secret-named key, "-" of a flag, "+" of a phone number, "~" of a
-home, "@" of an e-mail, "/" of a home path, the newline before an `ls -l` line.
+the "=" or ":" after a secret-named key, "-" of a flag, `set` and a `.netrc` `password`,
+"+" of a phone number, "~" of a home, "@" of an e-mail, "/" of a home path, the newline
+before an `ls -l` line.
 Fixed-width lookbehinds reject most anchors inside `re` (the "=" and ":" passes test the
 two characters before the anchor at once, since one letter such as the "s" of `pass`
 ends too many words; rarer keys such as `cookie`, `private_key_id` or `sig` share the
@@ -811,11 +814,25 @@ _GL = re.compile(
 )
 _X = re.compile(
     r"x(?:ox[abposre]-[A-Za-z0-9-]{10,}|app-\d-[A-Za-z0-9-]{10,}"
-    r"|(?:ox[abposre]|app)-(?P<cut>[A-Za-z0-9-]{4,})" + _CUT_END + ")"
+    r"|(?:ox[abposre]|app)-(?P<cut>[A-Za-z0-9-]{4,})"
+    + _CUT_END
+    # xAI (xai-, 80 characters) and Perplexity (pplx-, 48) API keys.
+    + r"|(?P<vendor>ai-(?:[A-Za-z0-9_]{70,}|(?P<xai_cut>[A-Za-z0-9_]{4,69})"
+    + _CUT_END
+    + ")"
+    r"|(?<=pplx)-(?:[A-Za-z0-9]{40,}|(?P<pplx_cut>[A-Za-z0-9]{4,39})" + _CUT_END + ")))"
 )
 
 
 def _prefixed_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    if m.re is _X and m.group("vendor") is not None:
+        start = m.start() if m.group("vendor").startswith("ai-") else m.start() - 3  # pplx-
+        cut = m.group("xai_cut") or m.group("pplx_cut")
+        if not _starts_token(text, start) or (
+            cut is not None and not (_cut_token(cut) and _cut_here(text, start, m.end()))
+        ):
+            return _NONE
+        return _one(start, m.end(), "secret")
     if not _starts_token(text, m.start()):
         return _NONE
     cut = m.group("cut")
@@ -835,7 +852,7 @@ def _prefixed_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 # --- Pass "_": tokens whose vendor prefix ends in "_" -----------------------------------
 _UNDERSCORE = re.compile(
     # Ten characters, or four to nine that end the text, in one possessive run.
-    r"_(?=[A-Za-z0-9]{4,9}+(?:[A-Za-z0-9]|" + _CUT_END + "))(?:"
+    r"_(?:(?=[A-Za-z0-9]{4,9}+(?:[A-Za-z0-9]|" + _CUT_END + "))(?:"
     r"(?<=gh[pousr]_)(?:[A-Za-z0-9]{36,255}|[A-Za-z0-9]{4,35}" + _CUT_END + ")"
     r"|(?<=github_pat_)(?:[A-Za-z0-9_]{22,255}|[A-Za-z0-9_]{4,21}" + _CUT_END + ")"
     r"|(?<=npm_)(?:[A-Za-z0-9]{36}(?![A-Za-z0-9])|[A-Za-z0-9]{4,35}" + _CUT_END + ")"
@@ -849,7 +866,14 @@ _UNDERSCORE = re.compile(
     r"|(?<=gsk_)(?:[A-Za-z0-9]{52}|[A-Za-z0-9]{4,51}" + _CUT_END + ")"
     r"|(?<=shp(?:at|ca|pa|ss)_)(?:[a-fA-F0-9]{32}|[a-fA-F0-9]{4,31}" + _CUT_END + ")"
     r"|(?<=lin_api_)(?:[A-Za-z0-9]{40}|[A-Za-z0-9]{4,39}" + _CUT_END + ")"
-    r"|(?<=r8_)(?:[A-Za-z0-9]{37}|[A-Za-z0-9]{4,36}" + _CUT_END + "))"
+    r"|(?<=r8_)(?:[A-Za-z0-9]{37}|[A-Za-z0-9]{4,36}" + _CUT_END + ")"
+    # Linear OAuth (lin_oauth_), Sentry user and organization tokens (gitleaks
+    # sentry-user-token, sentry-org-token).
+    r"|(?:(?<=lin_oauth_)|(?<=sntryu_))(?:[a-f0-9]{64}|[a-f0-9]{4,63}" + _CUT_END + ")"
+    r"|(?<=sntrys_)(?:eyJ[A-Za-z0-9+/=_]{60,}|[A-Za-z0-9+/=_]{4,62}" + _CUT_END + "))"
+    # Docker Hub and Figma personal access tokens: "-" and "_" anywhere in them, so outside
+    # the lookahead's alphanumerics.
+    r"|(?:(?<=dckr_pat_)|(?<=figd_))(?:[A-Za-z0-9_-]{27,}|[A-Za-z0-9_-]{4,26}" + _CUT_END + "))"
 )
 # The vendor prefix that ends at the "_" anchor, its kind and its shortest whole token
 # (else ghp_, gho_, ...: github_token, 36); a shorter one is cut.
@@ -874,6 +898,11 @@ _UNDERSCORE_PREFIXES: tuple[tuple[str, str, int], ...] = (
     ("shpss_", "secret", 32),
     ("lin_api_", "secret", 40),
     ("r8_", "secret", 37),
+    ("lin_oauth_", "secret", 64),
+    ("sntryu_", "secret", 64),
+    ("sntrys_", "secret", 63),
+    ("dckr_pat_", "secret", 27),
+    ("figd_", "secret", 27),
 )
 
 
@@ -908,6 +937,11 @@ _A = re.compile(
     r"|(?<=pypi-A)(?P<pypi>gE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]*)"
     # gitleaks telegram-bot-api-token: the bot id, ":" and "A" with 34 more characters.
     r"|(?<=[0-9]{5}:A)(?P<telegram>[A-Za-z0-9_-]{34})(?![A-Za-z0-9_-])"
+    # New Relic user keys and Postman API keys (gitleaks new-relic-user-api-key,
+    # postman-api-token), after the two letters before their "A"; Atlassian API tokens
+    # (atlassian-api-token's ATATT3 form).
+    r"|(?:(?<=NRA)K-[A-Za-z0-9]{27}|(?<=PMA)K-[a-fA-F0-9]{24}-[a-fA-F0-9]{34})(?P<after_two>)(?![A-Za-z0-9])"
+    r"|(?P<atlassian>TATT3[A-Za-z0-9_=-]{100,})"
     r")"
 )
 _TELEGRAM_BOT_ID = re.compile(r"[0-9]{5,16}\Z")
@@ -925,6 +959,9 @@ def _a_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
         if not _starts_token(text, bot_id.start()) and not text.endswith("bot", 0, bot_id.start()):
             return _NONE  # glued to a word, except in the Bot API's URLs: /bot<id>:<token>/
         return _one(bot_id.start(), m.end(), "telegram_token")
+    if m.group("after_two") is not None:  # NRAK-, PMAK-
+        start = m.start() - 2
+        return _one(start, m.end(), "secret") if _starts_token(text, start) else _NONE
     if not _starts_token(text, m.start()):
         return _NONE
     if m.group("twilio_sid") is not None:
@@ -934,6 +971,8 @@ def _a_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
         return tuple(spans)
     if m.group("age") is not None:
         return _one(m.start(), m.end(), "private_key")
+    if m.group("atlassian") is not None:
+        return _one(m.start(), m.end(), "secret")
     google_cut, aws_cut = m.group("google_cut"), m.group("aws_cut")
     if google_cut is not None and not (_cut_token(google_cut) and _cut_here(text, m.start(), m.end())):
         return _NONE
@@ -1109,8 +1148,19 @@ _CREDENTIAL_FLAGS: dict[str, _CredentialFlags] = {
     "keytool": _KEYTOOL_FLAGS,
     **_each(("smbclient", "rpcclient"), {("U", False): "smb", ("U", True): "smb"}),
     **_each(("vercel", "doctl", "glab", "fly", "flyctl"), _TOKEN_FLAGS),
+    # macOS keychain: `security add-generic-password -a me -s svc -w SECRET` (its
+    # find-generic-password -w prints the password and takes no value).
+    "security": {("w", False): "password"},
+    # A key's new and old passphrases: `ssh-keygen -t ed25519 -N 'SECRET' -f key`.
+    "ssh-keygen": {("N", False): "password", ("P", False): "password"},
 }
-_LOGIN_COMMANDS = frozenset(("docker", "podman", "nerdctl", "buildah", "skopeo", "helm", "oras"))
+# Commands whose credential flag counts only after one of their subcommands: registry
+# clients take -p after `login` only (`docker run -p 80:80` publishes a port).
+_LOGIN_WORD = re.compile(r"\blogin\b")
+_SUBCOMMANDS: dict[str, re.Pattern[str]] = {
+    **dict.fromkeys(("docker", "podman", "nerdctl", "buildah", "skopeo", "helm", "oras"), _LOGIN_WORD),
+    "security": re.compile(r"\badd-(?:generic|internet)-password\b"),
+}
 # Commands whose own short flags look like credential flags: met first, they own the flag
 # (`sshpass -p x ssh -p 2222 host`, `curl ... | tee -a log`, `date -u +%H:%M`).
 _OTHER_COMMANDS = (
@@ -1129,7 +1179,6 @@ _COMMAND_WORD = re.compile(
 # a command substitution or a backquote. ";" and "|" are not looked for (they stand inside
 # quoted arguments too: `-H "Cookie: a=1; b=2"`); the command words after them are.
 _LINE_BREAKS = ("\n", "\r", "\\n", "&&", "||", "$(", "`")
-_LOGIN_WORD = re.compile(r"\blogin\b")
 # Flags that take a credential in some command; a value of the flag follows a blank or
 # "=", or is glued to a one-letter flag (`-pSECRET`). `--x-token-value`, `--secret-string`
 # take one in any command.
@@ -1142,7 +1191,7 @@ _LONG_CREDENTIAL_FLAG = "|".join(f"(?<=-{name})" for name in ("user", "auth", "c
 # After its first character (matched before, by a class): -passin, -storepass, -p, ...
 _CREDENTIAL_FLAG = (
     r"(?<=-p)(?:ass(?:in|out)?)?|(?<=-s)(?:torepass|rcstorepass|rckeypass)|(?<=-k)(?:eypass)?"
-    r"|(?<=-d)(?:eststorepass|estkeypass)|(?<=-[uatwUbP])"
+    r"|(?<=-d)(?:eststorepass|estkeypass)|(?<=-[uatwUbPN])"
 )
 
 
@@ -1170,7 +1219,8 @@ def _credential_flag_form(text: str, i: int, flag: str, glued: bool) -> tuple[st
     if found is None:
         return None
     command, command_end = found
-    if command in _LOGIN_COMMANDS and _LOGIN_WORD.search(text, command_end, i) is None:
+    subcommand = _SUBCOMMANDS.get(command)
+    if subcommand is not None and subcommand.search(text, command_end, i) is None:
         return None
     flags = _CREDENTIAL_FLAGS.get(command, {})
     form = flags.get((flag, glued))
@@ -1198,7 +1248,7 @@ _DASH = re.compile(
     + r")|(?:home|Users)-(?P<enc>[A-Za-z0-9]+)(?=[-/\\\"'\r\n]|$)"
     # A one-dash credential flag, not glued to a word before it (`x-powered-by`); the
     # alternative starts with a character class, which `re` tests first.
-    + r"|[upaPtwkUbsd](?:(?<![A-Za-z0-9_.:/\\-]-.)|(?<=\\[nrt]-.))(?:"
+    + r"|[upaPtwkUbNsd](?:(?<![A-Za-z0-9_.:/\\-]-.)|(?<=\\[nrt]-.))(?:"
     + _CREDENTIAL_FLAG
     + r")(?P<cflag>)(?:(?P<csep>[ \t]+|=|(?=(?:\\{3}|\\)?[\"'`]))"
     + _value("c")
@@ -1286,6 +1336,36 @@ def _credential_flag_span(text: str, m: re.Match[str], flag: str, p: str) -> tup
         return _NONE  # docker -u 1000:1000 or app:app, git@host:org/repo
     kind = "secret" if form == "token" else "password"
     return _one(start, end, _vendor_kind(secret) or kind)
+
+
+# --- Passes "set" and "password": a secret-named name, a blank and its value --------------
+# `setx OPENAI_API_KEY x` (Windows), fish's `set -gx GITHUB_TOKEN x`, `aws configure set
+# aws_secret_access_key x`, `npm config set //registry.npmjs.org/:_authToken x`: the name must
+# end in a secret keyword, as for "=", and the value is judged as "=" judges it.
+_SET = re.compile(
+    r"set(?:x|[ \t]+-[A-Za-z]*x[A-Za-z]*)?[ \t]+(?P<name>[A-Za-z0-9_.:/@-]{1,200}+)"
+    + _gate(_KEYWORDS, ("",))
+    + r"[ \t]+"
+    + _VALUE
+)
+
+
+def _set_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    if not _starts_token(text, m.start()):
+        return _NONE  # reset, offset, dataset
+    found = _keyword_at(text, m.end("name"))
+    return _NONE if found is None else _value_span(text, m, found[1], m.group("name"))
+
+
+# A .netrc entry, `machine host login bob password x`, on one line or several (also JSON-escaped).
+_NETRC = re.compile(r"password[ \t]+" + _VALUE)
+_NETRC_LOGIN = re.compile(r"(?:^|\s|\\[nt])(?:login|machine|account)[ \t]+\S+(?:\s|\\[nrt])+\Z")
+
+
+def _netrc_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    if _NETRC_LOGIN.search(text, max(0, m.start() - 300), m.start()) is None:
+        return _NONE
+    return _value_span(text, m, "password", "password")
 
 
 # --- Personal numbers: US social security numbers, phone numbers, payment cards -------
@@ -2038,6 +2118,8 @@ _PASSES: tuple[tuple[re.Pattern[str], Resolver], ...] = (
     (_BEARER, _bearer_span),
     (_EQUALS, _equals_pass_span),
     (_COLON, _colon_span),
+    (_SET, _set_span),
+    (_NETRC, _netrc_span),
     (_PLUS, _plus_span),
     (_NUMBERS, _numbers_span),
     (_NATIONAL, _national_span),
@@ -2070,9 +2152,10 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
       32-character key included); a lookbehind after the anchor as text consumed before
       it (`pypi-AgE`, `[0-9]{5}:A` and the 34 token characters of a Telegram token,
       `LS0tLS1CRUdJTi`).
-    - `x`: `xox[abposre]-` or `xapp-` only: in `xapp-\\d-`, `\\d` is any unicode digit.
+    - `x`: `xox[abposre]-` or `xapp-` only: in `xapp-\\d-`, `\\d` is any unicode digit; `xai-`
+      and `pplx-` (its lookbehind consumed) and four of their characters.
     - `_`: the lookbehinds' prefixes consumed before "_", then the four alphanumerics its
-      lookahead requires.
+      lookahead requires (four of `[A-Za-z0-9_-]` after `dckr_pat_` and `figd_`, outside it).
     - `-`: one expression per alternative: `-----BEGIN`; `--`, a flag whose last two
       characters pass the keyword gate, a blank (the gate's classes, unbounded); a
       character that the credential flag's lookbehind allows before "-" (any byte but
@@ -2085,6 +2168,8 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
       Slack webhook host, or a user, ":", a password and "@" (negated classes excluding
       only ASCII characters Python excludes too, unbounded; a backslash may stand in the
       password); and `:`, backslashes, `Users` and a backslash.
+    - `set`: the regex up to the name's last two letters (the keyword gate's classes) and a
+      blank. `password`: the word and a blank.
     - `+`: "+", a digit 1-9 and seven characters of its lookahead's digits and separators.
     - `digits`: the regex's own alternatives, whose classes are all ASCII.
     - `national`: the regex's own alternatives (`_NATIONAL_SHAPES`, ASCII classes), without
@@ -2123,10 +2208,11 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
     return {
         _SK: (r"sk-[A-Za-z0-9_-]{4}",),
         _GL: (r"gl(?:pat|dt|ft|rt|soat|cbt|ptt|imt|oas|agent|ffct)-[A-Za-z0-9_-]{4}",),
-        _X: (r"x(?:ox[abposre]|app)-",),
+        _X: (r"x(?:ox[abposre]|app)-", r"xai-[A-Za-z0-9_]{4}", r"pplx-[A-Za-z0-9]{4}"),
         _UNDERSCORE: (
-            r"(?:gh[pousr]|github_pat|npm|hf|whsec|k_live|k_test|do[por]_v1|gsk|shp(?:at|ca|pa|ss)|lin_api|r8)"
-            r"_[A-Za-z0-9]{4}",
+            r"(?:gh[pousr]|github_pat|npm|hf|whsec|k_live|k_test|do[por]_v1|gsk|shp(?:at|ca|pa|ss)|lin_api|r8"
+            r"|lin_oauth|sntry[us])_[A-Za-z0-9]{4}",
+            r"(?:dckr_pat|figd)_[A-Za-z0-9_-]{4}",
         ),
         _A: (
             r"A(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{4}",
@@ -2135,6 +2221,9 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
             r"AGE-SECRET-KEY-1",
             r"pypi-AgE",
             r"[0-9]{5}:A[A-Za-z0-9_-]{34}",
+            r"NRAK-[A-Za-z0-9]{27}",
+            r"PMAK-[a-fA-F0-9]{24}-",
+            r"ATATT3",
         ),
         _S: (r"SG\.[A-Za-z0-9_.-]{4}", r"SK[0-9a-f]{32}", r"LS0tLS1CRUdJTi"),
         _DAPI: (r"dapi[0-9a-f]{4}",),
@@ -2145,7 +2234,7 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
             rf"--[A-Za-z0-9_-]*[{_letters(_KEYWORDS, -2)}][{_letters(_KEYWORDS, -1)}][ \t]",
             r"--(?:[A-Za-z0-9_-]*-)?(?:user|auth|cookie|value|string)[ \t=]",
             r"(?:^|[^A-Za-z0-9_.:/\\-]|\\[nrt])-(?:passin|passout|pass|storepass|keypass|srcstorepass"
-            r"|deststorepass|srckeypass|destkeypass|[upaPtwkUb])[^\n\r,(){}\[\]<>|]",
+            r"|deststorepass|srckeypass|destkeypass|[upaPtwkUbN])[^\n\r,(){}\[\]<>|]",
             r"-(?:home|Users)-[A-Za-z0-9]",
         ),
         _BEARER: (r"[Bb]earer[ \t]+[A-Za-z0-9._~+/-]{16}",),
@@ -2159,6 +2248,11 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
             r"://[^\t\n\r :@/\x22'\\<>\[\]]*:[^\t\n\r @/\x22'<>]+@",
             r":\\+(?:[Uu]sers|USERS)\\",
         ),
+        _SET: (
+            r"set(?:x|[ \t]+-[A-Za-z]*x[A-Za-z]*)?[ \t]+[A-Za-z0-9_.:/@-]*"
+            rf"[{_letters(_KEYWORDS, -2)}][{_letters(_KEYWORDS, -1)}][ \t]",
+        ),
+        _NETRC: (r"password[ \t]",),
         _PLUS: (r"\+[1-9][0-9 .()-]{7}",),
         _NUMBERS: (
             r"[2-6][0-9]{3}(?:[0-9]{9}|[ -][0-9]{4}[ -][0-9]{4}[ -][0-9]{4}|[ -][0-9]{6}[ -][0-9]{4})",
@@ -2216,6 +2310,8 @@ _REQUIRED: dict[re.Pattern[str], str] = {
     _BEARER: "earer",  # `in` finds this word faster than `re` does
     _EQUALS: "=",
     _COLON: ":",
+    _SET: "set",
+    _NETRC: "password",
     _PLUS: "+",
     _EMAIL: "@",
     _HOME: "/",
