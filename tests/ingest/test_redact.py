@@ -311,6 +311,10 @@ PLANTED: list[tuple[str, str, str]] = [
     ("password", "http -a ops:" + "Vc7mq" + "5T GET https://api.internal/x", "Vc7mq5T"),
     ("password", "security add-generic-password -a me -s github.com -w " + "Lq7vz" + "2Rk", "Lq7vz2Rk"),
     ("password", "ssh-keygen -t ed25519 -N '" + "Hm3#p" + "q8W' -f deploy_key", "Hm3#pq8W"),
+    ("secret", "gh secret set NPM_TOKEN --body " + "Gq7mW" + "2xZk9", "Gq7mW2xZk9"),
+    ("secret", "gh secret set NPM_TOKEN -b '" + "Gq7mW" + "2xZk9'", "Gq7mW2xZk9"),
+    # A Google OAuth access token, as `gcloud auth print-access-token` prints it.
+    ("secret", "$ gcloud auth print-access-token\nya" + "29." + fake(120, "a0AfH6S_Mx-8"), "a0AfH6S_Mx-8"),
     # A secret-named name, a blank and its value: Windows' setx, fish's set, aws and npm config.
     ("secret", "setx OPENAI_API_KEY " + "Zx81kLm" + "Q2pR7tV", "Zx81kLmQ2pR7tV"),
     ("secret", "set -gx GITHUB_TOKEN '" + "Tk9wQ" + "2mZ7'", "Tk9wQ2mZ7"),

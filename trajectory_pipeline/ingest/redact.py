@@ -1056,6 +1056,19 @@ def _dapi_hv_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     return _one(m.start(), m.end(), "databricks_token" if m.group().startswith("dapi") else "vault_token")
 
 
+# --- Pass "ya29.": Google OAuth access tokens (`gcloud auth print-access-token` prints one) ---
+_YA29 = re.compile(r"ya29\.(?:[A-Za-z0-9_-]{30,}|(?P<cut>[A-Za-z0-9_-]{4,29})" + _CUT_END + ")")
+
+
+def _ya29_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    cut = m.group("cut")
+    if not _starts_token(text, m.start()) or (
+        cut is not None and not (_cut_token(cut) and _cut_here(text, m.start(), m.end()))
+    ):
+        return _NONE
+    return _one(m.start(), m.end(), "secret")
+
+
 # --- Pass "eyJ": JSON Web Tokens ------------------------------------------------------
 # Cut by the end of the text, a header alone (`eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXV`) is enough.
 _JWT = re.compile(
@@ -1153,6 +1166,8 @@ _CREDENTIAL_FLAGS: dict[str, _CredentialFlags] = {
     "security": {("w", False): "password"},
     # A key's new and old passphrases: `ssh-keygen -t ed25519 -N 'SECRET' -f key`.
     "ssh-keygen": {("N", False): "password", ("P", False): "password"},
+    # A repository's Actions secret: `gh secret set NPM_TOKEN --body SECRET` (-b).
+    "gh": {("-body", False): "token", ("b", False): "token"},
 }
 # Commands whose credential flag counts only after one of their subcommands: registry
 # clients take -p after `login` only (`docker run -p 80:80` publishes a port).
@@ -1160,6 +1175,7 @@ _LOGIN_WORD = re.compile(r"\blogin\b")
 _SUBCOMMANDS: dict[str, re.Pattern[str]] = {
     **dict.fromkeys(("docker", "podman", "nerdctl", "buildah", "skopeo", "helm", "oras"), _LOGIN_WORD),
     "security": re.compile(r"\badd-(?:generic|internet)-password\b"),
+    "gh": re.compile(r"\bsecret[ \t]+set\b"),  # not `gh pr create --body "..."`
 }
 # Commands whose own short flags look like credential flags: met first, they own the flag
 # (`sshpass -p x ssh -p 2222 host`, `curl ... | tee -a log`, `date -u +%H:%M`).
@@ -1187,7 +1203,9 @@ _VALUE_FLAG_ENDS = [
 ]
 # A long flag (after "--", in the --flag alternative) that takes a credential in some
 # command: --user, --proxy-user, --auth, --cookie; or in any: --x-token-value, --secret-string.
-_LONG_CREDENTIAL_FLAG = "|".join(f"(?<=-{name})" for name in ("user", "auth", "cookie", *_VALUE_FLAG_ENDS))
+_LONG_CREDENTIAL_FLAG = "|".join(
+    f"(?<=-{name})" for name in ("user", "auth", "cookie", "body", *_VALUE_FLAG_ENDS)
+)
 # After its first character (matched before, by a class): -passin, -storepass, -p, ...
 _CREDENTIAL_FLAG = (
     r"(?<=-p)(?:ass(?:in|out)?)?|(?<=-s)(?:torepass|rcstorepass|rckeypass)|(?<=-k)(?:eypass)?"
@@ -2108,6 +2126,7 @@ _TOKEN_PASSES: tuple[tuple[re.Pattern[str], Resolver], ...] = (
     (_S, _s_span),
     (_DAPI, _dapi_hv_span),
     (_HV, _dapi_hv_span),
+    (_YA29, _ya29_span),
     (_JWT, _jwt_span),
 )
 # Priority order: where two findings overlap, the earlier pass wins. A changed regex needs its
@@ -2146,7 +2165,7 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
     The rules that keep them supersets are in trajectory_pipeline/ingest/redact_prefilter.py;
     per pass:
 
-    - `sk-`, `gl`, `eyJ`, `A`, `S`, `dapi`, `hv`: the anchor, the literal alternatives
+    - `sk-`, `gl`, `eyJ`, `A`, `S`, `dapi`, `hv`, `ya29.`: the anchor, the literal alternatives
       after it and the first characters every alternative must have (`sk-` is followed
       by at least four of `[A-Za-z0-9_-]`: `ant-`, `proj-`, `or-v1-` and the
       32-character key included); a lookbehind after the anchor as text consumed before
@@ -2228,11 +2247,12 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
         _S: (r"SG\.[A-Za-z0-9_.-]{4}", r"SK[0-9a-f]{32}", r"LS0tLS1CRUdJTi"),
         _DAPI: (r"dapi[0-9a-f]{4}",),
         _HV: (r"hv[sbr]\.[A-Za-z0-9_-]{4}",),
+        _YA29: (r"ya29\.[A-Za-z0-9_-]{4}",),
         _JWT: (r"eyJ[A-Za-z0-9_-]{8}",),
         _DASH: (
             r"-----BEGIN",
             rf"--[A-Za-z0-9_-]*[{_letters(_KEYWORDS, -2)}][{_letters(_KEYWORDS, -1)}][ \t]",
-            r"--(?:[A-Za-z0-9_-]*-)?(?:user|auth|cookie|value|string)[ \t=]",
+            r"--(?:[A-Za-z0-9_-]*-)?(?:user|auth|cookie|body|value|string)[ \t=]",
             r"(?:^|[^A-Za-z0-9_.:/\\-]|\\[nrt])-(?:passin|passout|pass|storepass|keypass|srcstorepass"
             r"|deststorepass|srckeypass|destkeypass|[upaPtwkUbN])[^\n\r,(){}\[\]<>|]",
             r"-(?:home|Users)-[A-Za-z0-9]",
@@ -2305,6 +2325,7 @@ _REQUIRED: dict[re.Pattern[str], str] = {
     _UNDERSCORE: "_",
     _A: "A",
     _S: "S",
+    _YA29: "ya29.",
     _JWT: "J",
     _DASH: "-",
     _BEARER: "earer",  # `in` finds this word faster than `re` does
