@@ -313,6 +313,10 @@ PLANTED: list[tuple[str, str, str]] = [
     ("password", "ssh-keygen -t ed25519 -N '" + "Hm3#p" + "q8W' -f deploy_key", "Hm3#pq8W"),
     ("secret", "gh secret set NPM_TOKEN --body " + "Gq7mW" + "2xZk9", "Gq7mW2xZk9"),
     ("secret", "gh secret set NPM_TOKEN -b '" + "Gq7mW" + "2xZk9'", "Gq7mW2xZk9"),
+    # HTTP basic auth in code: requests' auth tuple, HTTPBasicAuth, aiohttp's BasicAuth.
+    ("password", 'requests.get(url, auth=("admin", "' + "Wq8#z" + 'k2V"))', "Wq8#zk2V"),
+    ("password", "session.auth = ('api', '" + "key-3ax6xnjp" + "29jd6fds')", "key-3ax6xnjp"),
+    ("password", 'aiohttp.BasicAuth("svc", "' + "Pn4vX" + '9qL")', "Pn4vX9qL"),
     # A Google OAuth access token, as `gcloud auth print-access-token` prints it.
     ("secret", "$ gcloud auth print-access-token\nya" + "29." + fake(120, "a0AfH6S_Mx-8"), "a0AfH6S_Mx-8"),
     # A secret-named name, a blank and its value: Windows' setx, fish's set, aws and npm config.

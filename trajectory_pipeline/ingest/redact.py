@@ -1375,6 +1375,23 @@ def _set_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     return _NONE if found is None else _value_span(text, m, found[1], m.group("name"))
 
 
+# --- Pass "uth": a user and password pair passed as HTTP basic auth in code -----------------
+# `requests.get(url, auth=("bob", "x"))`, `HTTPBasicAuth("bob", "x")`, `aiohttp.BasicAuth("bob", "x")`;
+# quotes as in a JSON string too (`\"`). The password is judged as a secret-named key's value.
+_AUTH_PAIR = re.compile(
+    r"uth(?<=[Aa]uth)(?:[ \t]*=[ \t]*[(\[]|\()[ \t]*"
+    r"(?P<uq>(?:\\{3}|\\)?\"|')[^\"'\\\r\n]{0,200}(?P=uq)[ \t]*,[ \t]*"
+    r"(?P<pq>(?:\\{3}|\\)?\"|')(?P<pw>[^\"'\\\r\n]{1,1024})(?P=pq)"
+)
+
+
+def _auth_pair_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    password = m.group("pw")
+    if _is_reference(password) and not _is_passphrase(password):
+        return _NONE  # ("user", "pass"), ("bob", "$PASSWORD"), ("u", "{{ pw }}")
+    return _one(m.start("pw"), m.end("pw"), _vendor_kind(password) or "password")
+
+
 # A .netrc entry, `machine host login bob password x`, on one line or several (also JSON-escaped).
 _NETRC = re.compile(r"password[ \t]+" + _VALUE)
 _NETRC_LOGIN = re.compile(r"(?:^|\s|\\[nt])(?:login|machine|account)[ \t]+\S+(?:\s|\\[nrt])+\Z")
@@ -2139,6 +2156,7 @@ _PASSES: tuple[tuple[re.Pattern[str], Resolver], ...] = (
     (_COLON, _colon_span),
     (_SET, _set_span),
     (_NETRC, _netrc_span),
+    (_AUTH_PAIR, _auth_pair_span),
     (_PLUS, _plus_span),
     (_NUMBERS, _numbers_span),
     (_NATIONAL, _national_span),
@@ -2187,6 +2205,7 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
       Slack webhook host, or a user, ":", a password and "@" (negated classes excluding
       only ASCII characters Python excludes too, unbounded; a backslash may stand in the
       password); and `:`, backslashes, `Users` and a backslash.
+    - `uth`: the lookbehind's `[Aa]` consumed, the regex up to the user's opening quote.
     - `set`: the regex up to the name's last two letters (the keyword gate's classes) and a
       blank. `password`: the word and a blank.
     - `+`: "+", a digit 1-9 and seven characters of its lookahead's digits and separators.
@@ -2273,6 +2292,7 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
             rf"[{_letters(_KEYWORDS, -2)}][{_letters(_KEYWORDS, -1)}][ \t]",
         ),
         _NETRC: (r"password[ \t]",),
+        _AUTH_PAIR: (r"[Aa]uth(?:[ \t]*=[ \t]*[(\[]|\()[ \t]*(?:\\{3}|\\)?[\x22']",),
         _PLUS: (r"\+[1-9][0-9 .()-]{7}",),
         _NUMBERS: (
             r"[2-6][0-9]{3}(?:[0-9]{9}|[ -][0-9]{4}[ -][0-9]{4}[ -][0-9]{4}|[ -][0-9]{6}[ -][0-9]{4})",
@@ -2333,6 +2353,7 @@ _REQUIRED: dict[re.Pattern[str], str] = {
     _COLON: ":",
     _SET: "set",
     _NETRC: "password",
+    _AUTH_PAIR: "uth",
     _PLUS: "+",
     _EMAIL: "@",
     _HOME: "/",

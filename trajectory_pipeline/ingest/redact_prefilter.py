@@ -1,6 +1,6 @@
 """A hyperscan prefilter for the redaction passes: one scan tells which passes may match.
 
-`Redactor.redact` (trajectory_pipeline/ingest/redact.py) runs twenty-six regex passes over
+`Redactor.redact` (trajectory_pipeline/ingest/redact.py) runs twenty-seven regex passes over
 every event text, and almost every pass finds nothing: each costs one C-level scan of the
 text anyway. One hyperscan scan of the text's UTF-8 bytes against a few expressions per
 pass says which passes can possibly match; only those run their exact Python regex.
