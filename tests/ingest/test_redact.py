@@ -311,17 +311,23 @@ PLANTED: list[tuple[str, str, str]] = [
     ("password", "http -a ops:" + "Vc7mq" + "5T GET https://api.internal/x", "Vc7mq5T"),
     ("password", "security add-generic-password -a me -s github.com -w " + "Lq7vz" + "2Rk", "Lq7vz2Rk"),
     ("password", "ssh-keygen -t ed25519 -N '" + "Hm3#p" + "q8W' -f deploy_key", "Hm3#pq8W"),
+    ("password", "ssh-keygen -N '" + "correct horse " + "battery staple' -f k", "battery staple"),
+    ("password", "security unlock-keychain -p " + "Ci7kq" + "2Wz build.keychain", "Ci7kq2Wz"),
     ("secret", "gh secret set NPM_TOKEN --body " + "Gq7mW" + "2xZk9", "Gq7mW2xZk9"),
     ("secret", "gh secret set NPM_TOKEN -b '" + "Gq7mW" + "2xZk9'", "Gq7mW2xZk9"),
     # HTTP basic auth in code: requests' auth tuple, HTTPBasicAuth, aiohttp's BasicAuth.
     ("password", 'requests.get(url, auth=("admin", "' + "Wq8#z" + 'k2V"))', "Wq8#zk2V"),
     ("password", "session.auth = ('api', '" + "key-3ax6xnjp" + "29jd6fds')", "key-3ax6xnjp"),
     ("password", 'aiohttp.BasicAuth("svc", "' + "Pn4vX" + '9qL")', "Pn4vX9qL"),
+    ("password", 'auth=(\n    "admin",\n    "' + "Wq8#z" + 'k2V",\n)', "Wq8#zk2V"),
+    ("password", 'Elasticsearch(hosts, basic_auth=(USER, "' + "Tr4mQ" + '9zL"))', "Tr4mQ9zL"),
     # A Google OAuth access token, as `gcloud auth print-access-token` prints it.
     ("secret", "$ gcloud auth print-access-token\nya" + "29." + fake(120, "a0AfH6S_Mx-8"), "a0AfH6S_Mx-8"),
+    ("secret", "token: ya" + "29.c." + fake(100, "c0ASRK0GYOvb_t0"), "c0ASRK0GYOvb_t0"),
     # A secret-named name, a blank and its value: Windows' setx, fish's set, aws and npm config.
     ("secret", "setx OPENAI_API_KEY " + "Zx81kLm" + "Q2pR7tV", "Zx81kLmQ2pR7tV"),
     ("secret", "set -gx GITHUB_TOKEN '" + "Tk9wQ" + "2mZ7'", "Tk9wQ2mZ7"),
+    ("secret", "set --universal --export OPENAI_API_KEY " + "Zx81kLm" + "Q2pR7tV", "Zx81kLmQ2pR7tV"),
     (
         "aws_secret_key",
         "aws configure set aws_secret_access_key " + "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYzQq81kLmZd",
@@ -330,6 +336,7 @@ PLANTED: list[tuple[str, str, str]] = [
     ("secret", "npm config set //registry.npmjs.org/:_authToken " + "Np5kW" + "8qZ2x", "Np5kW8qZ2x"),
     # A .netrc entry, on one line and on several (also a JSON-escaped tool result).
     ("password", "machine api.example.com login deploy password " + "Xk9mQ" + "2vLp7", "Xk9mQ2vLp7"),
+    ("password", "default login anonymous password " + "Xk9mQ" + "2vLp7", "Xk9mQ2vLp7"),
     ("password", "machine github.com\n  login octo\n  password " + "ghx9L" + "m2Qp7\n", "ghx9Lm2Qp7"),
     ("password", "openssl pkcs12 -export -in c.pem -passout pass:" + "Hv2kx" + "9M", "Hv2kx9M"),
     ("password", "keytool -list -keystore ks.jks -storepass " + "Bn5wq" + "1Z", "Bn5wq1Z"),

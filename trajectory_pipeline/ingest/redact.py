@@ -16,7 +16,8 @@ keys (PEM blocks, a PEM in base64, PuTTY's Private-Lines, age secret keys), JWTs
 and other Authorization credentials, URL passwords, values of secret-named keys, Azure
 SAS signatures, Docker config.json credentials, GCP private key ids, credential flags of
 the commands that take them, a secret-named name's value set with a blank (`setx`, fish's
-`set -x`, `aws configure set`, `npm config set`), `.netrc` passwords, session cookies,
+`set -x`, `aws configure set`, `npm config set`), `.netrc` passwords, the password of a
+basic-auth pair in code (`auth=("bob", "x")`, `HTTPBasicAuth(...)`), session cookies,
 e-mail addresses, phone numbers (international, North American, and French and UK
 national formats), national id numbers (US social security numbers, UK National
 Insurance numbers, and, next to their label, German tax ids, Dutch BSNs and Canadian
@@ -51,8 +52,9 @@ passes (`_PASSES`) that each start on one literal anchor: a vendor prefix (`sk-`
 `xox`, `dapi`, `hv`), the "_" after one (`ghp_`, `npm_`, `dop_v1_`), "A" of AKIA/AIza/
 AC.../AGE-/`pypi-A`/`bot-id:A`, "S" of SG./SK/`LS0t`, `eyJ` of a JWT, `earer` of Bearer,
 the "=" or ":" after a secret-named key, "-" of a flag, `set` and a `.netrc` `password`,
-"+" of a phone number, "~" of a home, "@" of an e-mail, "/" of a home path, the newline
-before an `ls -l` line.
+`uth` of a basic-auth pair in code, `ya29.` of a Google OAuth token, "+" of a phone
+number, "~" of a home, "@" of an e-mail, "/" of a home path, the newline before an `ls -l`
+line.
 Fixed-width lookbehinds reject most anchors inside `re` (the "=" and ":" passes test the
 two characters before the anchor at once, since one letter such as the "s" of `pass`
 ends too many words; rarer keys such as `cookie`, `private_key_id` or `sig` share the
@@ -155,7 +157,9 @@ also quoted: `-p'SECRET'`); `sshpass -p`; `redis-cli -a` and `--pass`; `docker`/
 `helm`/... `login -p`; `twine -p`; mongo's `-p`; sqlcmd's and bcp's `-P`; zip's `-P`;
 ldap tools' `-w`; openssl's `-passin`/`-passout`/`-pass pass:SECRET` (not `env:`,
 `file:`) and `-k`; keytool's `-storepass`/`-keypass`/...; smbclient's `-U user%password`;
-vercel's, doctl's, glab's and fly's `-t`. `--x-token-value`, `--secret-string` and
+vercel's, doctl's, glab's and fly's `-t`; `security add-generic-password -w` and
+`unlock-keychain -p`; ssh-keygen's `-N`/`-P`; `gh secret set --body`/`-b` (a quoted
+passphrase of several words included, as for "="). `--x-token-value`, `--secret-string` and
 friends take a secret in any command, as `--password x`, `--api-key x` and `--token x`
 always did.
 
@@ -824,15 +828,26 @@ _X = re.compile(
 )
 
 
+def _token_span(
+    text: str, start: int, end: int, kind: str, cut: str | None = None, tail: str | None = None
+) -> tuple[Span, ...]:
+    """A vendor token at text[start:end], found by its prefix: it must start a token; one cut
+    short (`cut`, what follows the prefix) must look cut, and a whole one's `tail`, where given,
+    random (`hvs.some_method_name`, `figd_some_function_name` are names)."""
+    if not _starts_token(text, start):
+        return _NONE
+    if cut is not None:
+        if not (_cut_token(cut) and _cut_here(text, start, end)):
+            return _NONE
+    elif tail is not None and not _looks_random(tail):
+        return _NONE
+    return _one(start, end, kind)
+
+
 def _prefixed_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     if m.re is _X and m.group("vendor") is not None:
-        start = m.start() if m.group("vendor").startswith("ai-") else m.start() - 3  # pplx-
-        cut = m.group("xai_cut") or m.group("pplx_cut")
-        if not _starts_token(text, start) or (
-            cut is not None and not (_cut_token(cut) and _cut_here(text, start, m.end()))
-        ):
-            return _NONE
-        return _one(start, m.end(), "secret")
+        start = m.start() if m.group("vendor").startswith("ai-") else m.start() - len("ppl")
+        return _token_span(text, start, m.end(), "secret", m.group("xai_cut") or m.group("pplx_cut"))
     if not _starts_token(text, m.start()):
         return _NONE
     cut = m.group("cut")
@@ -906,6 +921,10 @@ _UNDERSCORE_PREFIXES: tuple[tuple[str, str, int], ...] = (
 )
 
 
+# Prefixes whose tokens hold "_" and "-" too, as snake_case names do: a whole one must look random.
+_NAME_LIKE_TOKENS = ("dckr_pat_", "figd_")
+
+
 def _underscore_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     anchor = m.start()
     start, kind, shortest = anchor - 3, "github_token", 36  # ghp_, gho_, ghu_, ghs_, ghr_
@@ -914,9 +933,10 @@ def _underscore_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
             start, kind, shortest = anchor + 1 - len(prefix), prefix_kind, prefix_shortest
             break
     tail = text[anchor + 1 : m.end()]
-    if len(tail) < shortest and not (_cut_token(tail) and _cut_here(text, start, m.end())):
-        return _NONE  # hf_token, npm_package at the end of a text
-    return _one(start, m.end(), kind) if _starts_token(text, start) else _NONE
+    if len(tail) < shortest:  # hf_token, npm_package at the end of a text
+        return _token_span(text, start, m.end(), kind, cut=tail)
+    name_like = text.startswith(_NAME_LIKE_TOKENS, start)
+    return _token_span(text, start, m.end(), kind, tail=tail if name_like else None)
 
 
 # --- Pass "A": AWS access key ids, Google API keys, Twilio account SIDs (and the auth
@@ -1044,29 +1064,17 @@ _HV = re.compile(r"hv[sbr]\.(?:[A-Za-z0-9_-]{24,}|(?P<cut>[A-Za-z0-9_-]{4,23})" 
 
 
 def _dapi_hv_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
-    if not _starts_token(text, m.start()):
-        return _NONE
-    tail = m.group()[4:]
-    cut = m.group("cut")
-    if cut is not None:
-        if not (_cut_token(cut) and _cut_here(text, m.start(), m.end())):
-            return _NONE
-    elif m.group().startswith("hv") and not _looks_random(tail):
-        return _NONE  # hvs.some_method_name_long_enough
-    return _one(m.start(), m.end(), "databricks_token" if m.group().startswith("dapi") else "vault_token")
+    if m.group().startswith("dapi"):
+        return _token_span(text, m.start(), m.end(), "databricks_token", m.group("cut"))
+    return _token_span(text, m.start(), m.end(), "vault_token", m.group("cut"), m.group()[4:])
 
 
 # --- Pass "ya29.": Google OAuth access tokens (`gcloud auth print-access-token` prints one) ---
-_YA29 = re.compile(r"ya29\.(?:[A-Za-z0-9_-]{30,}|(?P<cut>[A-Za-z0-9_-]{4,29})" + _CUT_END + ")")
+_YA29 = re.compile(r"ya29\.(?:c\.)?(?:[A-Za-z0-9_-]{30,}|(?P<cut>[A-Za-z0-9_-]{4,29})" + _CUT_END + ")")
 
 
 def _ya29_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
-    cut = m.group("cut")
-    if not _starts_token(text, m.start()) or (
-        cut is not None and not (_cut_token(cut) and _cut_here(text, m.start(), m.end()))
-    ):
-        return _NONE
-    return _one(m.start(), m.end(), "secret")
+    return _token_span(text, m.start(), m.end(), "secret", m.group("cut"))
 
 
 # --- Pass "eyJ": JSON Web Tokens ------------------------------------------------------
@@ -1161,21 +1169,25 @@ _CREDENTIAL_FLAGS: dict[str, _CredentialFlags] = {
     "keytool": _KEYTOOL_FLAGS,
     **_each(("smbclient", "rpcclient"), {("U", False): "smb", ("U", True): "smb"}),
     **_each(("vercel", "doctl", "glab", "fly", "flyctl"), _TOKEN_FLAGS),
-    # macOS keychain: `security add-generic-password -a me -s svc -w SECRET` (its
-    # find-generic-password -w prints the password and takes no value).
-    "security": {("w", False): "password"},
+    # macOS keychain: `security add-generic-password -a me -s svc -w SECRET`, `security
+    # unlock-keychain -p SECRET` (find-generic-password -w prints the password: no value).
+    "security": {("w", False): "password", ("p", False): "password"},
     # A key's new and old passphrases: `ssh-keygen -t ed25519 -N 'SECRET' -f key`.
     "ssh-keygen": {("N", False): "password", ("P", False): "password"},
     # A repository's Actions secret: `gh secret set NPM_TOKEN --body SECRET` (-b).
     "gh": {("-body", False): "token", ("b", False): "token"},
 }
-# Commands whose credential flag counts only after one of their subcommands: registry
-# clients take -p after `login` only (`docker run -p 80:80` publishes a port).
-_LOGIN_WORD = re.compile(r"\blogin\b")
+# Commands whose credential flags count only after one of their subcommands, matched from
+# the command word's end: registry clients take -p after `login` only, anywhere on the line
+# (`docker --config x login`; `docker run -p 80:80` publishes a port); `security` and `gh`
+# name theirs right after the command (not `gh pr create --body "..."`).
+_LOGIN_WORD = re.compile(r"[^\n]*?\blogin\b")
 _SUBCOMMANDS: dict[str, re.Pattern[str]] = {
     **dict.fromkeys(("docker", "podman", "nerdctl", "buildah", "skopeo", "helm", "oras"), _LOGIN_WORD),
-    "security": re.compile(r"\badd-(?:generic|internet)-password\b"),
-    "gh": re.compile(r"\bsecret[ \t]+set\b"),  # not `gh pr create --body "..."`
+    "security": re.compile(
+        r"[ \t]+(?:add-(?:generic|internet)-password|(?:unlock|create|set-keychain-password)-keychain)\b"
+    ),
+    "gh": re.compile(r"[ \t]+secret[ \t]+set\b"),
 }
 # Commands whose own short flags look like credential flags: met first, they own the flag
 # (`sshpass -p x ssh -p 2222 host`, `curl ... | tee -a log`, `date -u +%H:%M`).
@@ -1238,7 +1250,7 @@ def _credential_flag_form(text: str, i: int, flag: str, glued: bool) -> tuple[st
         return None
     command, command_end = found
     subcommand = _SUBCOMMANDS.get(command)
-    if subcommand is not None and subcommand.search(text, command_end, i) is None:
+    if subcommand is not None and subcommand.match(text, command_end, i) is None:
         return None
     flags = _CREDENTIAL_FLAGS.get(command, {})
     form = flags.get((flag, glued))
@@ -1348,7 +1360,8 @@ def _credential_flag_span(text: str, m: re.Match[str], flag: str, p: str) -> tup
             return _NONE  # env:VAR, file:path, fd:3, stdin
         start += 5
     secret = text[start:end]
-    if _is_reference(secret) or secret.startswith("//"):
+    quoted = m.group(f"{p}uv") is None and not (p == "c" and m.group("catt") is not None)
+    if (_is_reference(secret) and not (quoted and _is_passphrase(secret))) or secret.startswith("//"):
         return _NONE  # $PASS, a URL (`-u redis://...`)
     if form == "userpass" and (secret == user or ("@" in user and "/" in secret)):
         return _NONE  # docker -u 1000:1000 or app:app, git@host:org/repo
@@ -1360,10 +1373,16 @@ def _credential_flag_span(text: str, m: re.Match[str], flag: str, p: str) -> tup
 # `setx OPENAI_API_KEY x` (Windows), fish's `set -gx GITHUB_TOKEN x`, `aws configure set
 # aws_secret_access_key x`, `npm config set //registry.npmjs.org/:_authToken x`: the name must
 # end in a secret keyword, as for "=", and the value is judged as "=" judges it.
+_BLANKS = r"(?:[ \t]|\\t)+"  # a JSON string's tab is "\t"
 _SET = re.compile(
-    r"set(?:x|[ \t]+-[A-Za-z]*x[A-Za-z]*)?[ \t]+(?P<name>[A-Za-z0-9_.:/@-]{1,200}+)"
+    r"set(?:x|(?:"
+    + _BLANKS
+    + r"--?[A-Za-z]+)*)"
+    + _BLANKS
+    + r"(?P<name>[A-Za-z0-9_.:/@-]{1,200}+)"
     + _gate(_KEYWORDS, ("",))
-    + r"[ \t]+"
+    + _BLANKS
+    + r"(?![-=:+?!@…])"  # `set token = None`, `gh secret set TOKEN --repo x`
     + _VALUE
 )
 
@@ -1375,31 +1394,52 @@ def _set_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     return _NONE if found is None else _value_span(text, m, found[1], m.group("name"))
 
 
-# --- Pass "uth": a user and password pair passed as HTTP basic auth in code -----------------
-# `requests.get(url, auth=("bob", "x"))`, `HTTPBasicAuth("bob", "x")`, `aiohttp.BasicAuth("bob", "x")`;
-# quotes as in a JSON string too (`\"`). The password is judged as a secret-named key's value.
-_AUTH_PAIR = re.compile(
-    r"uth(?<=[Aa]uth)(?:[ \t]*=[ \t]*[(\[]|\()[ \t]*"
-    r"(?P<uq>(?:\\{3}|\\)?\"|')[^\"'\\\r\n]{0,200}(?P=uq)[ \t]*,[ \t]*"
-    r"(?P<pq>(?:\\{3}|\\)?\"|')(?P<pw>[^\"'\\\r\n]{1,1024})(?P=pq)"
+# A .netrc entry, `machine host login bob password x`, on one line or several (also JSON-escaped).
+_NETRC = re.compile(r"password" + _BLANKS + _VALUE)
+# Before "password": the entry's `machine host` (or `default`), then its login, account or port.
+_NETRC_ENTRY = re.compile(
+    r"(?:(?<![\w.-])|(?<=\\[nrt]))(?:machine[ \t]+\S+|default)"
+    r"(?:(?:\s|\\[nrt])+(?:login|account|port)[ \t]+\S+)*(?:\s|\\[nrt])+\Z"
 )
 
 
-def _auth_pair_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
-    password = m.group("pw")
-    if _is_reference(password) and not _is_passphrase(password):
-        return _NONE  # ("user", "pass"), ("bob", "$PASSWORD"), ("u", "{{ pw }}")
-    return _one(m.start("pw"), m.end("pw"), _vendor_kind(password) or "password")
-
-
-# A .netrc entry, `machine host login bob password x`, on one line or several (also JSON-escaped).
-_NETRC = re.compile(r"password[ \t]+" + _VALUE)
-_NETRC_LOGIN = re.compile(r"(?:^|\s|\\[nt])(?:login|machine|account)[ \t]+\S+(?:\s|\\[nrt])+\Z")
-
-
 def _netrc_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
-    if _NETRC_LOGIN.search(text, max(0, m.start() - 300), m.start()) is None:
+    if _NETRC_ENTRY.search(text, max(0, m.start() - 300), m.start()) is None:
         return _NONE
+    return _value_span(text, m, "password", "password")
+
+
+# --- Pass "uth": a user and password pair passed as HTTP basic auth in code -----------------
+# `requests.get(url, auth=("bob", "x"))`, `Elasticsearch(basic_auth=(...))`, `HTTPBasicAuth("bob",
+# "x")`, `aiohttp.BasicAuth(user, "x")`; blanks and line breaks (also JSON-escaped) between the
+# parts, quotes as in a JSON string too (`\"`). The password is judged as a secret-named key's
+# value (`_value_span`), so ("user", "pass") and ("bob", "$PASSWORD") stay.
+_GAP = r"(?:\s|\\+[nrt])*"  # blanks and line breaks, also JSON-escaped at any depth
+_AUTH_PAIR = re.compile(
+    r"uth(?<=[Aa]uth)"
+    + _GAP
+    + r"(?:="
+    + _GAP
+    + r"[(\[]|\()"
+    + _GAP
+    + r"(?:(?P<uq>(?:\\{3}|\\)?\"|')[^\"'\\\r\n]{0,200}(?P=uq)|[A-Za-z_][\w.]{0,100})"
+    + _GAP
+    + ","
+    + _GAP
+    + _VALUE
+)
+_AUTH_SIGN = re.compile(_GAP + r"(?P<sign>[=(])")
+_AUTH_CALLS = ("BasicAuth", "basicAuth", "DigestAuth", "digestAuth", "ProxyAuth", "proxyAuth")
+
+
+def _auth_pair_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    auth = m.start() - 1  # the "a" or "A" of auth
+    sign = _AUTH_SIGN.match(text, m.start() + 3)
+    if sign is not None and sign.group("sign") == "(":
+        if not text.endswith(_AUTH_CALLS, 0, auth + 4):
+            return _NONE  # OAuth("github", "read:user"), withAuth("admin", "v2")
+    elif not _starts_token(text, auth, _ALNUM):
+        return _NONE  # oauth=(...); auth=(...) and basic_auth=(...) are pairs
     return _value_span(text, m, "password", "password")
 
 
@@ -2205,7 +2245,9 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
       Slack webhook host, or a user, ":", a password and "@" (negated classes excluding
       only ASCII characters Python excludes too, unbounded; a backslash may stand in the
       password); and `:`, backslashes, `Users` and a backslash.
-    - `uth`: the lookbehind's `[Aa]` consumed, the regex up to the user's opening quote.
+    - `uth`: the lookbehind's `[Aa]` consumed, then a byte that can start what follows: "=",
+      "(", a backslash (an escaped line break), an ASCII blank of Python's `\\s` or any byte of
+      a non-ASCII character.
     - `set`: the regex up to the name's last two letters (the keyword gate's classes) and a
       blank. `password`: the word and a blank.
     - `+`: "+", a digit 1-9 and seven characters of its lookahead's digits and separators.
@@ -2266,7 +2308,7 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
         _S: (r"SG\.[A-Za-z0-9_.-]{4}", r"SK[0-9a-f]{32}", r"LS0tLS1CRUdJTi"),
         _DAPI: (r"dapi[0-9a-f]{4}",),
         _HV: (r"hv[sbr]\.[A-Za-z0-9_-]{4}",),
-        _YA29: (r"ya29\.[A-Za-z0-9_-]{4}",),
+        _YA29: (r"ya29\.(?:c\.)?[A-Za-z0-9_-]{4}",),
         _JWT: (r"eyJ[A-Za-z0-9_-]{8}",),
         _DASH: (
             r"-----BEGIN",
@@ -2288,11 +2330,11 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
             r":\\+(?:[Uu]sers|USERS)\\",
         ),
         _SET: (
-            r"set(?:x|[ \t]+-[A-Za-z]*x[A-Za-z]*)?[ \t]+[A-Za-z0-9_.:/@-]*"
-            rf"[{_letters(_KEYWORDS, -2)}][{_letters(_KEYWORDS, -1)}][ \t]",
+            rf"set(?:x|(?:{_BLANKS}--?[A-Za-z]+)*){_BLANKS}[A-Za-z0-9_.:/@-]*"
+            rf"[{_letters(_KEYWORDS, -2)}][{_letters(_KEYWORDS, -1)}](?:[ \t]|\\t)",
         ),
-        _NETRC: (r"password[ \t]",),
-        _AUTH_PAIR: (r"[Aa]uth(?:[ \t]*=[ \t]*[(\[]|\()[ \t]*(?:\\{3}|\\)?[\x22']",),
+        _NETRC: (r"password(?:[ \t]|\\t)",),
+        _AUTH_PAIR: (r"[Aa]uth[\x09-\x0d\x1c-\x20=(\\\x80-\xff]",),
         _PLUS: (r"\+[1-9][0-9 .()-]{7}",),
         _NUMBERS: (
             r"[2-6][0-9]{3}(?:[0-9]{9}|[ -][0-9]{4}[ -][0-9]{4}[ -][0-9]{4}|[ -][0-9]{6}[ -][0-9]{4})",
