@@ -88,6 +88,7 @@ bench: install  ## ingestion, redaction, backfills, our trainer against mlx_lm.l
 	$(WITH_BLAS) $(BIN)/python bench/bench_target_logits.py --iters 6 --repeat 1  # logits at the targets only, on and off
 	$(WITH_BLAS) $(BIN)/python bench/bench_eval.py --cases 48 --repeat 3
 	$(WITH_BLAS) $(BIN)/python bench/bench_lift.py  # the learning curve, on the demo's learned base and window
+	$(WITH_BLAS) $(BIN)/python bench/bench_batch.py  # records per step: why the demo trains one record at a time (about 12 min)
 	$(WITH_BLAS) $(BIN)/python bench/bench_base.py --steps 250 500 1000 1500  # the tiny model's ceiling: how many CPU minutes before it reads its prompt (about 40)
 	$(BIN)/python bench/bench_blas.py
 

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sections import write_section  # bench/sections.py, beside this script
+from sections import markdown_table, write_section  # bench/sections.py, beside this script
 
 from trajectory_pipeline import blas
 
@@ -179,15 +179,6 @@ def run_lora(env: dict[str, str], iters: int) -> dict[str, Any]:
     }
 
 
-def table(rows: list[tuple[str, ...]]) -> list[str]:
-    head, *body = rows
-    return [
-        "| " + " | ".join(head) + " |",
-        "|" + " --- |" * len(head),
-        *("| " + " | ".join(row) + " |" for row in body),
-    ]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=2, help="processes per side")
@@ -261,7 +252,7 @@ def main() -> int:
         f"width 64, vocabulary 2048) on {BATCH} x {TOKENS} tokens, the step a LoRA step through "
         "mlx-lm's tuner (`linear_to_lora_layers`, `default_loss`, Adam).",
         "",
-        *table(rows),
+        *markdown_table(rows),
         "",
         f"**Speed-up (reference / optimized): matmul {speedup['matmul_ms']:.1f}x, forward "
         f"{speedup['forward_ms']:.1f}x, train step {speedup['train_step_ms']:.1f}x.** First step's loss: "
@@ -289,7 +280,7 @@ def main() -> int:
             "per side; tokens/s: trained tokens over the seconds of the training steps (from its reports, "
             "one a step; loading and evaluation excluded). Losses: per step, then validation.",
             "",
-            *table(lora_rows),
+            *markdown_table(lora_rows),
             "",
             f"**mlx_lm lora tokens/s, optimized / reference: {ratio:.1f}x.**",
         ]

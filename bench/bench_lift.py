@@ -2,7 +2,7 @@
 
 Run after `make demo` (it needs the demo's learned base, its training window and its warehouse):
 
-    python bench/bench_lift.py   # steps 0, 16, 64, 256 and the demo's; 25, 50, 100 % of the examples
+    python bench/bench_lift.py   # steps 0, 250, 500, 1000 and the demo's; 25, 50, 100 % of the examples
     python bench/bench_lift.py --steps 0 32 128 --fractions 1.0
 
 Every point is the real code path: `train_adapter` (what `lora_adapter` runs) with the demo's LoRA
@@ -110,7 +110,7 @@ def main() -> int:
     )
     parser.add_argument("--model", type=Path, default=ROOT / "data" / "tiny-model")
     parser.add_argument("--warehouse", type=Path, default=ROOT / "data" / "warehouse")
-    parser.add_argument("--steps", type=int, nargs="+", default=[0, 16, 64, 256])
+    parser.add_argument("--steps", type=int, nargs="+", default=[0, 250, 500, 1000])
     parser.add_argument("--fractions", type=float, nargs="+", default=[0.25, 0.5, 1.0])
     parser.add_argument("--cases", type=int, default=DEMO_EVAL["holdout_cases"])
     parser.add_argument(

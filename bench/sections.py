@@ -19,3 +19,13 @@ def write_section(results: Path, name: str, text: str) -> None:
     else:
         new = old + ("\n" if old and not old.endswith("\n\n") else "") + section
     results.write_text(new)
+
+
+def markdown_table(rows: list[tuple[str, ...]]) -> list[str]:
+    """The lines of a Markdown table: the first row is the header."""
+    head, *body = rows
+    return [
+        "| " + " | ".join(head) + " |",
+        "|" + " --- |" * len(head),
+        *("| " + " | ".join(row) + " |" for row in body),
+    ]
