@@ -105,6 +105,7 @@ DEMO_TRAINING: dict[str, Any] = {
     "val_batches": 40,
     "steps_per_report": 100,
     "steps_per_eval": 1000,
+    "save_every": 500,  # a checkpoint to resume from every 45 s or so, not 20 of them per adapter
     "max_seq_length": 2048,
 }
 # A replay eval sized for the CPU: well under a minute per model.
