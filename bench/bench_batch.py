@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
 import platform
 import sys
 import tempfile
@@ -39,7 +38,7 @@ from assets.demo import DEMO_BASE, DEMO_EVAL, DEMO_MODEL, DEMO_TRAINING  # noqa:
 from trajectory_pipeline.evaluation.replay import ReplayConfig, evaluate_model, select_cases  # noqa: E402
 from trajectory_pipeline.sample.tiny_base import learn_base  # noqa: E402
 from trajectory_pipeline.sample.tiny_model import build_tiny_model, corpus_texts  # noqa: E402
-from trajectory_pipeline.training.trainer import TrainConfig, train_adapter  # noqa: E402
+from trajectory_pipeline.training.trainer import TrainConfig, train_adapter, training_sets  # noqa: E402
 
 # (label, records per step, steps, learning rate): the same 800 records either way.
 BASES = [("4 records a step (before)", 4, 200, 3e-3), ("1 record a step (the demo)", 1, 800, 1e-3)]
@@ -51,31 +50,20 @@ LORAS = [
 ]
 
 
-def mean_losses(model_dir: Path, records_file: Path, adapter: Path | None = None) -> tuple[float, float]:
-    """Mean loss per token over a jsonl's records: every token, and the decision's tokens alone."""
-    import mlx.core as mx
+def mean_losses(model_dir: Path, data_dir: Path, adapter: Path | None = None) -> tuple[float, float]:
+    """Mean loss per token over a data directory's validation split, as training computes it (mlx-lm's
+    `evaluate` over `training_sets`, the whole split): every token, and the decisions' tokens alone."""
     from mlx_lm import load
+    from mlx_lm.tuner.datasets import CacheDataset
+    from mlx_lm.tuner.trainer import evaluate
 
     model, tokenizer = load(str(model_dir), adapter_path=None if adapter is None else str(adapter))[:2]
-    every = decisions = 0.0
-    n_every = n_decisions = 0
-    for line in records_file.read_text().splitlines():
-        record = json.loads(line)
-        tools = record.get("tools")
-        prompt = tokenizer.apply_chat_template(
-            record["messages"][:-1], tools=tools, tokenize=False, add_generation_prompt=True
-        )
-        whole = tokenizer.encode(
-            tokenizer.apply_chat_template(record["messages"], tools=tools, tokenize=False)
-        )
-        start = len(tokenizer.encode(prompt)) - 1  # the position predicting the decision's first token
-        logits = model(mx.array([whole]))[0, :-1]
-        targets = mx.array(whole[1:])
-        losses = mx.logsumexp(logits, axis=-1) - mx.take_along_axis(logits, targets[:, None], -1)[:, 0]
-        values = losses.tolist()
-        every, n_every = every + sum(values), n_every + len(values)
-        decisions, n_decisions = decisions + sum(values[start:]), n_decisions + len(values) - start
-    return every / n_every, decisions / n_decisions
+
+    def mean(mask_prompt: bool) -> float:
+        _, valid, routines = training_sets(data_dir, tokenizer, mask_prompt, False)
+        return float(evaluate(model, CacheDataset(valid), batch_size=1, num_batches=-1, **routines))
+
+    return mean(False), mean(True)
 
 
 def main() -> int:
@@ -100,7 +88,7 @@ def main() -> int:
             started = time.perf_counter()
             learn_base(model, base_data, settings)
             seconds = time.perf_counter() - started
-            every, decisions = mean_losses(model, base_data / "valid.jsonl")
+            every, decisions = mean_losses(model, base_data)
             bases.append(
                 {
                     "base": label,
@@ -126,7 +114,7 @@ def main() -> int:
                     "LoRA": label,
                     "records": batch * iters,
                     "seconds": seconds,
-                    "decisions": mean_losses(base, window / "valid.jsonl", run)[1],
+                    "decisions": mean_losses(base, window, run)[1],
                     "pass": float(frame["passed"].mean()),
                 }
             )

@@ -14,7 +14,7 @@ what it is, with bench_base.py's probes on held-out run_shell decisions: how muc
 on the prompt, and how likely the target command's own first token is. Writes bench/lift.png and its
 section of bench/RESULTS.md: what more CPU minutes buy.
 
-    python bench/bench_lift.py --steps 0 150 300 600 --fractions 1.0   # what RESULTS.md holds (12 min)
+    python bench/bench_lift.py --steps 0 250 500 1000 --fractions 0.25 0.5 1.0   # RESULTS.md's (10 min)
     python bench/bench_lift.py --every-token --steps 0 150 300 600 --fractions 1.0   # mask_prompt off
 """
 
