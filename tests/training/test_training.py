@@ -197,6 +197,19 @@ def test_a_single_step_is_evaluated_before_and_after(
     assert [row["iteration"] for row in result.losses if row["kind"] == "val"] == [0, 1]
 
 
+def test_validation_leaves_the_training_order_alone(base_model: Path, data_dir: Path, tmp_path: Path) -> None:
+    """mlx-lm shuffles validation batches with NumPy's global RNG, the one training's epochs draw
+    from: unguarded, a run validated more often trained on another order. Two runs differing only in
+    how often they validate must end on the same weights (12 steps: two epochs of 6 batches)."""
+    often, rarely = (
+        train_adapter(base_model, data_dir, tmp_path / name, dataclasses.replace(FAST, steps_per_eval=every))
+        for name, every in (("often", 2), ("rarely", 100))
+    )
+
+    assert len([row for row in often.losses if row["kind"] == "val"]) == 7
+    assert often.last_adapter.read_bytes() == rarely.last_adapter.read_bytes()
+
+
 def test_resume_starts_from_the_stored_adapter(
     trained: Any, base_model: Path, data_dir: Path, tmp_path: Path
 ) -> None:

@@ -595,20 +595,36 @@ def _fixed_validation(valid_set: Any, config: TrainConfig) -> tuple[Any, int]:
 
 class _Steps:
     """Counts the training batches mlx-lm's loop has drawn. The loop draws batch `it` before it
-    decides whether to evaluate at iteration `it`, so at that decision the count is `it`."""
+    decides whether to evaluate at iteration `it`, so at that decision the count is `it`.
+
+    It also keeps validation from moving the training order: mlx-lm's `iterate_batches` shuffles
+    with NumPy's global RNG, evaluation passes included, and training draws each epoch's order from
+    it too, so without this a run validated more often would train on other batches."""
 
     def __init__(self, iterate_batches: Callable[..., Iterator[Any]]) -> None:
         self._iterate_batches = iterate_batches
         self.drawn = 0
 
     def iterate_batches(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
-        """The wrapped `iterate_batches`; counts what it yields for training (`loop=True`), not for
-        evaluation (one pass, no loop)."""
-        training = bool(kwargs.get("loop", False))
-        for batch in self._iterate_batches(*args, **kwargs):
-            if training:
+        """The wrapped `iterate_batches`; counts what it yields for training (`loop=True`); for
+        evaluation (one pass, no loop) it puts the RNG back as it was once the pass has shuffled."""
+        if kwargs.get("loop", False):
+            for batch in self._iterate_batches(*args, **kwargs):
                 self.drawn += 1
-            yield batch
+                yield batch
+            return
+        import numpy as np
+
+        state = np.random.get_state()
+        batches = self._iterate_batches(*args, **kwargs)
+        try:
+            first = next(batches)  # a pass shuffles once, before its first batch
+        except StopIteration:
+            return
+        finally:
+            np.random.set_state(state)
+        yield first
+        yield from batches
 
 
 def _validation_dataset(valid_data: Any, steps: _Steps, iters: int) -> Any:
