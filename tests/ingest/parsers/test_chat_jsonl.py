@@ -151,6 +151,43 @@ def test_session_start(tmp_path: Path, extra: dict[str, Any], name: str, start: 
     assert {e.session_start for e in events} == {start}
 
 
+def with_system(prompt: Any, **extra: Any) -> dict[str, Any]:
+    record = conversation(**extra)
+    record["messages"][0] = {"role": "system", "content": prompt}
+    return record
+
+
+@pytest.mark.parametrize(
+    ("record", "cwd", "repo"),
+    [
+        (
+            with_system("You are a coding assistant working in /home/dana/src/edge-proxy (go). Run tests."),
+            "/home/dana/src/edge-proxy",
+            "edge-proxy",
+        ),
+        (
+            with_system([{"type": "text", "text": "Working directory: /srv/app.\nIs a git repo: yes"}]),
+            "/srv/app",
+            "app",
+        ),
+        (with_system("<environment_context>\n <cwd>/Users/ann/shop</cwd>\n"), "/Users/ann/shop", "shop"),
+        (with_system("Working in /srv/app", cwd="/work/tiles"), "/work/tiles", "tiles"),
+        (conversation(metadata={"cwd": "/work/tiles"}), "/work/tiles", "tiles"),
+        (with_system("You are working in the current repository."), None, None),
+        (conversation(), None, None),
+        (with_system("You are working in /home/dana"), "/home/dana", None),
+    ],
+)
+def test_cwd_and_repo_from_the_line_or_its_system_prompt(
+    tmp_path: Path, record: dict[str, Any], cwd: str | None, repo: str | None
+) -> None:
+    """Chat exports keep no cwd field as agents' own logs do; the prompt naming the folder is what
+    tells which repository's habits a session shows."""
+    events, bad = parse(write(tmp_path, [record]))
+    assert bad == []
+    assert {(e.cwd, e.repo) for e in events} == {(cwd, repo)}
+
+
 def test_malformed_line_in_the_middle(tmp_path: Path) -> None:
     path = write(tmp_path, [conversation(id="a"), '{"messages": [', conversation(id="b"), "{oops"])
     os.utime(path, (1_700_000_000, 1_700_000_000))

@@ -3,7 +3,10 @@
 Each line is `{"messages": [...], "tools": [...]?}` with roles system/developer, user,
 assistant (optional `tool_calls`, legacy `function_call`, `reasoning_content`) and tool
 (legacy `function`), `content` a string or a list of parts. Optional per-line `id` or
-`session_id`, `timestamp` / `created_at` / `metadata.timestamp`, and `model`.
+`session_id`, `timestamp` / `created_at` / `metadata.timestamp`, `model`, and `cwd` /
+`metadata.cwd`; without a cwd field, the working folder the first system prompt names (`You are
+working in /home/me/src/app`, `Working directory: ...`, `<cwd>...</cwd>`) is the session's cwd, and
+its repository is named from it as for the agents that record one.
 
 A line is a session: its id is the line's own id, else a short sha256 of the line's
 canonical JSON (so copies of a conversation dedupe, and the id is the same on every
@@ -41,10 +44,11 @@ from trajectory_pipeline.ingest.parsers.common import (
     get_str,
     new_event,
     parse_arguments,
+    prompt_cwd,
     sniff_lines,
 )
 from trajectory_pipeline.ingest.parsers.lines import MAX_LINE_BYTES, read_json_lines
-from trajectory_pipeline.schema import BadLine, Event, canonical_json
+from trajectory_pipeline.schema import BadLine, Event, canonical_json, repo_name
 
 SOURCE = "chat_jsonl"
 GLOBS = ("**/*.jsonl",)
@@ -128,6 +132,7 @@ def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | 
                 file_start = fallback_start(path)
             session_start = line_ts if line_ts is not None else file_start
             rows, model, refused_inner = _conversation(obj, line_ts, clock)
+            cwd = _cwd(obj)
         except Exception as err:  # whatever one line does, it costs that line alone
             reason, note = failure(err)
             if session_start is None:
@@ -145,9 +150,9 @@ def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | 
             )
             continue
         yield from orphans.release(session_id, session_start)
-        # After the row's fields: is_error, exit_code, cwd, repo and git_branch (none known
-        # here), the model, and the defaults of the rest.
-        rest = (None, None, None, None, None, model, False, None, None, None, False, None, False, 0)
+        # After the row's fields: is_error, exit_code, cwd, repo, git_branch (never known here),
+        # the model, and the defaults of the rest.
+        rest = (None, None, cwd, repo_name(cwd), None, model, False, None, None, None, False, None, False, 0)
         for row in rows:
             yield new_event((SOURCE, session_id, session_start, source_path, line_no, seq, *row, *rest))
             seq += 1
@@ -157,6 +162,21 @@ def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | 
                 SOURCE, source_path, line_no, value, obj, session_id=session_id, session_start=session_start
             )
     yield from orphans.release(None, None)
+
+
+def _cwd(obj: dict[str, Any]) -> str | None:
+    """The conversation's working folder: the line's own `cwd` (or `metadata.cwd`), else the one its
+    first system or developer prompt names (`common.prompt_cwd`), so its repository is known.
+    Called after `_conversation` has checked the messages."""
+    metadata = obj.get("metadata")
+    for holder in (obj, metadata if isinstance(metadata, dict) else {}):
+        value = holder.get("cwd")
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    for message in obj["messages"]:
+        if message.get("role") in ("system", "developer"):
+            return prompt_cwd(content_text(message.get("content")))
+    return None
 
 
 # One event's own fields, in `Event` order: ts, role, kind, text, tool_name, tool_call_id and

@@ -4,8 +4,9 @@
   `RecordError`s a parser raises for a record that breaks its format, `bad_record`,
   the quarantine row for such a record, and `failure`, the reason and note for any exception
   raised while reading one record (so no record can cost its file, let alone the run);
-- OpenAI-style message pieces: `content_text` (a content string or part list) and
-  `parse_arguments` (a tool call's arguments, JSON string or object);
+- OpenAI-style message pieces: `content_text` (a content string or part list),
+  `parse_arguments` (a tool call's arguments, JSON string or object) and `prompt_cwd` (the working
+  folder a system prompt names, for formats that keep no cwd field);
 - timestamps: `Clock`, which believes a file's times only from 2015 to its last write plus a day
   (a 1970, epoch-0 or future time is quarantined as `implausible_timestamp`, its line kept
   untimed, and never starts a session that would land on a day no run ingests);
@@ -321,6 +322,31 @@ def content_text(content: object, where: str = "content") -> str | None:
             kind = "part"
         pieces.append("[image]" if "image" in kind else f"[{kind}]")
     return "\n".join(pieces)
+
+
+# The working folder as agents' system prompts state it: Codex's `<cwd>/p</cwd>`, Claude Code's and
+# others' `Working directory: /p` / `cwd: /p`, and the plain `working in /p`. Only an absolute path
+# (POSIX, `~/`, or a Windows drive) counts: "working in the repository" names no folder.
+_PROMPT_CWD = re.compile(
+    r"<cwd>\s*(?P<tagged>[^<\n]+?)\s*</cwd>"
+    r"|(?:(?:current\s+)?working\s+(?:directory|dir|folder)|\bcwd|\bworkdir)\s*(?:is|:|=)?\s*"
+    r"[`'\"]?(?P<labelled>(?:/|~/|[A-Za-z]:\\)[^\s`'\"<>]*)"
+    r"|\bworking\s+in\s+[`'\"]?(?P<plain>(?:/|~/|[A-Za-z]:\\)[^\s`'\"<>]*)",
+    re.IGNORECASE,
+)
+
+
+def prompt_cwd(text: str | None) -> str | None:
+    """The working folder a system prompt names, else None; trailing sentence punctuation is not
+    part of it (`working in /home/a/src/app.` names `/home/a/src/app`)."""
+    if not text:
+        return None
+    found = _PROMPT_CWD.search(text)
+    if found is None:
+        return None
+    path = next(value for value in found.groups() if value is not None).strip()
+    path = path.rstrip(".,;:!?)]}")
+    return path if len(path) > 1 else None
 
 
 # --- JSON-lines formats ----------------------------------------------------------------------
