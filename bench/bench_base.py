@@ -14,15 +14,15 @@ Run after `make demo` (it needs the demo's warehouse and data directory):
 
     python bench/bench_base.py --steps 250 500 1000 2000
     python bench/bench_base.py --data data/base/mlx --masked   # the demo base's corpus and objective
-    python bench/bench_base.py --layers 4 --hidden-size 128 --heads 4 --kv-heads 2 --intermediate-size 384
+    python bench/bench_base.py --layers 2 --hidden-size 256 --heads 8 --kv-heads 4 --intermediate-size 512
                                                                 # another shape, in a section of its own
 
 `--start MODEL` fine-tunes that model instead of fresh weights: the adapter's curve on a base that
 already reads its prompt, in its own section of RESULTS.md. The demo's generic corpus, learned
 for 1,500 steps on every token (about 30 minutes on two cores):
 
-    trajectory-pipeline tiny-model --out /tmp/long-base --data data/base/mlx --layers 2 --hidden-size 256 \
-        --heads 8 --kv-heads 4 --intermediate-size 512 --vocab-size 4096    # the demo's spec
+    trajectory-pipeline tiny-model --out /tmp/long-base --data data/base/mlx --layers 4 --hidden-size 128 \
+        --heads 4 --kv-heads 2 --intermediate-size 384 --vocab-size 4096    # the demo's spec
     trajectory-pipeline learn-base --model /tmp/long-base --data data/base/mlx --iters 1500 \
         --learning-rate 2e-3 --no-mask-prompt
 
