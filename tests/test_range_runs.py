@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from trajectory_pipeline import parallel, settings
+from trajectory_pipeline import day_stages, parallel, settings
 from trajectory_pipeline.day_stages import DayEvents, cut_days, mine_days
 from trajectory_pipeline.decisions.points import (
     DECISION_SCHEMA,
@@ -185,6 +185,21 @@ def test_day_stages_over_two_processes_equal_the_stages_day_by_day(
     assert sum(day.rows for day in cut) > 0
 
 
+def test_a_day_cut_in_small_runs_is_the_day_cut_at_once(day_by_day: dict, tmp_path: Path) -> None:
+    """The cut writes and sums up a day run by run: runs of a few sessions give the same file and
+    the same summary (set-aside counts and examples, tools, preview) as one run of the whole day."""
+    day = next(day for day in DAYS if day_by_day[day][0].rows)
+    events = DayEvents(day.isoformat(), (str(day_by_day[day][1] / f"e-{day}"),))
+    mined = next(mine_days([events], MiningConfig(), tmp_path))
+    events = replace(events, attempt_files=(str(mined.path),))
+    whole = day_stages._cut(day_stages._CutTask(events, DecisionConfig(), tmp_path / "whole.parquet", 10**9))
+    runs = day_stages._cut(day_stages._CutTask(events, DecisionConfig(), tmp_path / "runs.parquet", 40))
+    assert pq.ParquetFile(runs.path).metadata.num_row_groups > 1  # it did cut in runs
+    assert pq.read_table(runs.path).equals(pq.read_table(whole.path))
+    assert runs._replace(path=whole.path, preview=None) == whole._replace(preview=None)
+    pd.testing.assert_frame_equal(runs.preview, whole.preview)
+
+
 def test_a_file_gone_since_the_listing_is_quarantined_and_the_rest_load(
     corpus: list[SourceRoot], tmp_path: Path
 ) -> None:
@@ -212,6 +227,19 @@ def _fail_on_three(n: int) -> int:
     if n == 3:
         raise ValueError("three")
     return n * n
+
+
+def _worker_pid(n: int) -> tuple[int, int]:
+    return n, os.getpid()
+
+
+def test_workers_are_replaced_after_a_few_tasks_and_results_stay_in_order() -> None:
+    tasks = list(range(2 * parallel.TASKS_PER_WORKER * 2 + 3))
+    results = parallel.map_in_processes(_worker_pid, tasks, workers=2)
+    assert [n for n, _ in results] == tasks
+    served = Counter(pid for _, pid in results)  # three pools of two: each serves 16 tasks at most
+    per_pool = 2 * parallel.TASKS_PER_WORKER
+    assert len(served) >= 3 and max(served.values()) <= per_pool
 
 
 def test_results_come_back_in_task_order_and_a_failure_is_raised() -> None:

@@ -18,10 +18,11 @@ from __future__ import annotations
 import functools
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -29,17 +30,18 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from trajectory_pipeline.decisions.points import (
+    CUT_BATCH_EVENTS,
     DECISION_SCHEMA,
     EVENT_READ_COLUMNS,
     SET_ASIDE_REASONS,
     DecisionConfig,
-    decision_points_table,
+    decision_point_batches,
     set_aside_table,
 )
 from trajectory_pipeline.events import ORDER_COLUMNS, READ_COLUMNS
 from trajectory_pipeline.mining.attempts import TRAJECTORY_SCHEMA, MiningConfig, mine_table
 from trajectory_pipeline.parallel import imap_in_processes
-from trajectory_pipeline.parquet_io import write_table_atomic
+from trajectory_pipeline.parquet_io import BatchWriter, write_table_atomic
 
 # Below this many events in the range, worker processes cost more to start than they save.
 PARALLEL_MIN_EVENTS = 100_000
@@ -123,6 +125,7 @@ class _CutTask:
     day: DayEvents
     config: DecisionConfig
     dest: Path
+    batch_events: int = CUT_BATCH_EVENTS
 
 
 @functools.cache
@@ -160,45 +163,92 @@ def _mine(task: _MineTask) -> MinedDay:
 
 
 def _cut(task: _CutTask) -> DayPoints:
+    """Cut a day run by run (`decision_point_batches`), each run's learnable points written as it
+    comes and its summary added up: the day's points are never all in memory, set aside or not."""
     attempts = _read(task.day.attempt_files)
     events = _read(task.day.files, (*EVENT_READ_COLUMNS, *ORDER_COLUMNS))
-    points = decision_points_table(events, attempts, task.config)
-    reasons = set_aside_table(points)
-    kept = points.filter(pa.array(reasons == ""))
-    _store(kept, DECISION_SCHEMA, task.dest)
-    by_tool, examples = _set_aside_details(points, reasons.tolist())
+    batches = decision_point_batches(events, attempts, task.config, task.batch_events)
+    del events  # the batches let go of them once ordered
+    summary = _CutSummary()
+    schema = DECISION_SCHEMA.with_metadata(_pandas_metadata(DECISION_SCHEMA))
+    with BatchWriter(task.dest, schema) as writer:
+        for points in batches:
+            reasons = set_aside_table(points)
+            kept = points.filter(pa.array(reasons == "")).replace_schema_metadata(schema.metadata)
+            writer.write_table(kept)
+            summary.add(points, reasons, kept)
     included = pc.is_in(attempts.column("tier"), pa.array(task.config.included_tiers, pa.string()))
-    return DayPoints(
-        key=task.day.key,
-        path=task.dest,
-        rows=kept.num_rows,
-        extracted=points.num_rows,
-        set_aside={reason: int((reasons == reason).sum()) for reason in SET_ASIDE_REASONS},
-        set_aside_by_tool=by_tool,
-        set_aside_examples=examples,
-        included_attempts=_count(included),
-        by_tool=dict(Counter(kept.column("target_name").to_pylist())),
-        by_action_class=dict(Counter(kept.column("action_class").to_pylist())),
-        decisive=_count(kept.column("decisive")),
-        after_guard=_count(kept.column("after_guard")),
-        history_dropped=_count(kept.column("history_dropped")),
-        preview=kept.select(PREVIEW_COLUMNS).slice(0, PREVIEW_ROWS).to_pandas(),
-    )
+    return summary.day(task.day.key, task.dest, _count(included))
 
 
-def _set_aside_details(
-    points: pa.Table, reasons: Sequence[str]
-) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], tuple[str, ...]]]:
-    """Set-aside points counted by (reason, target tool), and the first decision ids of each."""
-    counts: Counter[tuple[str, str]] = Counter()
+@dataclass
+class _CutSummary:
+    """A day's DayPoints, added up over its runs of points."""
+
+    rows: int = 0
+    extracted: int = 0
+    set_aside: Counter[str] = field(default_factory=Counter)
+    set_aside_by_tool: Counter[tuple[str, str]] = field(default_factory=Counter)
+    set_aside_ids: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    by_tool: Counter[str] = field(default_factory=Counter)
+    by_action_class: Counter[str] = field(default_factory=Counter)
+    decisive: int = 0
+    after_guard: int = 0
+    history_dropped: int = 0
+    previews: list[pd.DataFrame] = field(default_factory=list)
+    preview_rows: int = 0
+
+    def add(self, points: pa.Table, reasons: np.ndarray, kept: pa.Table) -> None:
+        self.rows += kept.num_rows
+        self.extracted += points.num_rows
+        self.set_aside.update(reason for reason in reasons.tolist() if reason)
+        for group, ids in _set_aside_ids(points, reasons.tolist()).items():
+            self.set_aside_by_tool[group] += len(ids)
+            self.set_aside_ids.setdefault(group, []).extend(ids)
+        self.by_tool.update(kept.column("target_name").to_pylist())
+        self.by_action_class.update(kept.column("action_class").to_pylist())
+        self.decisive += _count(kept.column("decisive"))
+        self.after_guard += _count(kept.column("after_guard"))
+        self.history_dropped += _count(kept.column("history_dropped"))
+        if self.preview_rows < PREVIEW_ROWS and kept.num_rows:
+            head = kept.select(PREVIEW_COLUMNS).slice(0, PREVIEW_ROWS - self.preview_rows).to_pandas()
+            self.previews.append(head)
+            self.preview_rows += len(head)
+
+    def day(self, key: str, path: Path, included_attempts: int) -> DayPoints:
+        preview = (
+            pd.concat(self.previews, ignore_index=True)
+            if self.previews
+            else DECISION_SCHEMA.empty_table().select(PREVIEW_COLUMNS).to_pandas()
+        )
+        return DayPoints(
+            key=key,
+            path=path,
+            rows=self.rows,
+            extracted=self.extracted,
+            set_aside={reason: self.set_aside[reason] for reason in SET_ASIDE_REASONS},
+            set_aside_by_tool=dict(self.set_aside_by_tool),
+            set_aside_examples={
+                group: tuple(sorted(ids)[:SET_ASIDE_EXAMPLES]) for group, ids in self.set_aside_ids.items()
+            },
+            included_attempts=included_attempts,
+            by_tool=dict(self.by_tool),
+            by_action_class=dict(self.by_action_class),
+            decisive=self.decisive,
+            after_guard=self.after_guard,
+            history_dropped=self.history_dropped,
+            preview=preview,
+        )
+
+
+def _set_aside_ids(points: pa.Table, reasons: Sequence[str]) -> dict[tuple[str, str], list[str]]:
+    """The decision ids of the set-aside points, by (reason, target tool)."""
     ids: dict[tuple[str, str], list[str]] = {}
     names, decision_ids = points.column("target_name").to_pylist(), points.column("decision_id").to_pylist()
     for reason, name, decision in zip(reasons, names, decision_ids, strict=True):
         if reason:
-            counts[(reason, name)] += 1
             ids.setdefault((reason, name), []).append(decision)
-    examples = {key: tuple(sorted(found)[:SET_ASIDE_EXAMPLES]) for key, found in ids.items()}
-    return dict(counts), examples
+    return ids
 
 
 def _count(values: pa.ChunkedArray | pa.Array) -> int:

@@ -382,6 +382,12 @@ class BatchWriter:
         for row in rows:
             self.add(row)
 
+    def write_table(self, table: pa.Table) -> None:
+        """Write an Arrow table of the writer's schema after the rows queued so far, as its own row groups."""
+        self.flush()
+        self._writer.write_table(table)
+        self.row_count += table.num_rows
+
     def flush(self) -> None:
         if not self._rows:
             return

@@ -500,28 +500,40 @@ def decision_points_table(
     batch_events_at_most: int = CUT_BATCH_EVENTS,
 ) -> pa.Table:
     """`extract_decision_points` of Arrow tables, as an Arrow table of DECISION_SCHEMA: the day
-    stages read Parquet and write Parquet, and pandas on the way would cost a tenth of the cut.
+    stages read Parquet and write Parquet, and pandas on the way would cost a tenth of the cut."""
+    tables = list(decision_point_batches(events, attempts, config, batch_events_at_most))
+    return pa.concat_tables(tables) if tables else DECISION_SCHEMA.empty_table()
+
+
+def decision_point_batches(
+    events: pa.Table,
+    attempts: pa.Table,
+    config: DecisionConfig = DecisionConfig(),
+    batch_events_at_most: int = CUT_BATCH_EVENTS,
+) -> Iterator[pa.Table]:
+    """`decision_points_table`'s rows a run of whole sessions at a time, in its order.
 
     Sessions are cut a few thousand events at a time (`CUT_BATCH_EVENTS`), each run's rows made
     Arrow before the next: a day's rows as Python tuples, histories and all, were most of a
-    backfill worker's peak memory. The rows are the same, in the same order."""
+    backfill worker's peak memory, and a caller that writes each run as it comes (the day stages)
+    never holds the day's rows at all. The events are not referenced once ordered: a caller that
+    lets go of its own reference frees them before the first run is cut."""
     _require_columns(events.column_names, EVENT_COLUMNS, "events")
     _require_columns(attempts.column_names, ATTEMPT_COLUMNS, "attempts")
     tiers = pa.array(config.included_tiers, pa.string())
     accepted = ArrowEventLists(attempts.filter(pc.is_in(attempts.column("tier"), tiers)))
     if not accepted.n:
-        return DECISION_SCHEMA.empty_table()
+        return
     columns = [accepted.values(name) for name in ATTEMPT_COLUMNS]
     records = [dict(zip(ATTEMPT_COLUMNS, values, strict=True)) for values in zip(*columns, strict=True)]
     # as extract_decision_points' stable sort_values: Python's sort is stable too
     records.sort(key=lambda attempt: (attempt["session_id"], attempt["first_ordinal"]))
     ordered = ordered_table(events, EVENT_READ_COLUMNS, set(accepted.values("session_id")))
-    tables = []
+    del events, accepted, columns
     for batch, batch_events in _session_batches(ordered, records, batch_events_at_most):
         lists = ArrowEventLists(batch_events)
         rows = _decision_rows(lists, _EventView.from_lists(lists), batch, config)
-        tables.append(tuples_table(rows, DECISION_SCHEMA))
-    return pa.concat_tables(tables)
+        yield tuples_table(rows, DECISION_SCHEMA)
 
 
 def _session_batches(
