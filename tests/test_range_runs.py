@@ -185,16 +185,20 @@ def test_day_stages_over_two_processes_equal_the_stages_day_by_day(
     assert sum(day.rows for day in cut) > 0
 
 
-def test_a_day_cut_in_small_runs_is_the_day_cut_at_once(day_by_day: dict, tmp_path: Path) -> None:
+def test_a_day_cut_in_small_runs_is_the_day_cut_at_once(
+    day_by_day: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The cut writes and sums up a day run by run: runs of a few sessions give the same file and
     the same summary (set-aside counts and examples, tools, preview) as one run of the whole day."""
     day = next(day for day in DAYS if day_by_day[day][0].rows)
     events = DayEvents(day.isoformat(), (str(day_by_day[day][1] / f"e-{day}"),))
     mined = next(mine_days([events], MiningConfig(), tmp_path))
     events = replace(events, attempt_files=(str(mined.path),))
+    monkeypatch.setattr(day_stages, "ROW_GROUP_BYTES", 1)  # each run its own row group
     whole = day_stages._cut(day_stages._CutTask(events, DecisionConfig(), tmp_path / "whole.parquet", 10**9))
     runs = day_stages._cut(day_stages._CutTask(events, DecisionConfig(), tmp_path / "runs.parquet", 40))
     assert pq.ParquetFile(runs.path).metadata.num_row_groups > 1  # it did cut in runs
+    assert pq.ParquetFile(whole.path).metadata.num_row_groups == 1
     assert pq.read_table(runs.path).equals(pq.read_table(whole.path))
     assert runs._replace(path=whole.path, preview=None) == whole._replace(preview=None)
     pd.testing.assert_frame_equal(runs.preview, whole.preview)

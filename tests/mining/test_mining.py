@@ -30,6 +30,7 @@ from trajectory_pipeline.ingest.days import SourceRoot, candidate_files, ingest_
 from trajectory_pipeline.ingest.formats import FORMATS
 from trajectory_pipeline.mining import attempts as mining
 from trajectory_pipeline.mining.attempts import (
+    MINE_BATCH_EVENTS,
     TIER_FLOORS,
     TIER_WIDTH,
     TRAJECTORY_SCHEMA,
@@ -620,9 +621,13 @@ def sample(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, pd.D
     return events, mine_trajectories(events)
 
 
-def test_mine_table_gives_the_rows_of_mine_trajectories(sample: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+@pytest.mark.parametrize("batch_events", [1, 50, MINE_BATCH_EVENTS])
+def test_mine_table_gives_the_rows_of_mine_trajectories(
+    sample: tuple[pd.DataFrame, pd.DataFrame], batch_events: int
+) -> None:
+    """Mined in runs of whole sessions (one session a run at 1, a few at 50): the same rows."""
     events, attempts = sample
-    table = mine_table(pa.Table.from_pandas(events, preserve_index=False))
+    table = mine_table(pa.Table.from_pandas(events, preserve_index=False), batch_events_at_most=batch_events)
     assert table.schema.equals(TRAJECTORY_SCHEMA)
     pd.testing.assert_frame_equal(table.to_pandas(), attempts, check_exact=True)
     assert mine_table(EVENT_SCHEMA.empty_table()).equals(TRAJECTORY_SCHEMA.empty_table())

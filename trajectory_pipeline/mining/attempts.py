@@ -110,7 +110,7 @@ import operator
 import re
 import shlex
 from collections import Counter, defaultdict, deque
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import PurePath
@@ -128,6 +128,7 @@ from trajectory_pipeline.events import (
     ordered_columns,
     ordered_table,
     rows_table,
+    session_runs,
 )
 from trajectory_pipeline.mining.actions import CallInfo, action_class, is_decisive, shell_command
 from trajectory_pipeline.mining.landing import (
@@ -141,6 +142,8 @@ from trajectory_pipeline.mining.vocabulary import CanonicalCall, canonicalize
 from trajectory_pipeline.schema import canonical_json
 
 TIERS = ("gold", "silver", "bronze", "reject")
+# Events mined at a time by `mine_table` (whole sessions): bounds the Python lists of a day's events.
+MINE_BATCH_EVENTS = 4_096
 INTENTS = (
     "fix_bug",
     "add_feature",
@@ -1155,11 +1158,14 @@ def mine_trajectories(
     if events.empty:
         return TRAJECTORY_SCHEMA.empty_table().to_pandas()
     _require_read_columns(list(events.columns))
-    return _mine(EventLists(ordered_columns(events, READ_COLUMNS)), config, landings).to_pandas()
+    return _mine([EventLists(ordered_columns(events, READ_COLUMNS))], config, landings).to_pandas()
 
 
 def mine_table(
-    events: pa.Table, config: MiningConfig = MiningConfig(), landings: Counter[str] | None = None
+    events: pa.Table,
+    config: MiningConfig = MiningConfig(),
+    landings: Counter[str] | None = None,
+    batch_events_at_most: int = MINE_BATCH_EVENTS,
 ) -> pa.Table:
     """`mine_trajectories` of raw_sessions rows in an Arrow table, as an Arrow table: the day stages
     read Parquet and write Parquet, and going through pandas on the way costs more than mining's
@@ -1167,7 +1173,8 @@ def mine_table(
     if not events.num_rows:
         return TRAJECTORY_SCHEMA.empty_table()
     _require_read_columns(events.column_names)
-    return _mine(ArrowEventLists(ordered_table(events, READ_COLUMNS)), config, landings)
+    runs = session_runs(ordered_table(events, READ_COLUMNS), batch_events_at_most)
+    return _mine((ArrowEventLists(run) for run in runs), config, landings)
 
 
 def _require_read_columns(names: Sequence[str]) -> None:
@@ -1176,9 +1183,8 @@ def _require_read_columns(names: Sequence[str]) -> None:
         raise ValueError(f"events need the raw_sessions columns {missing}; got {list(names)}")
 
 
-def _mine(ordered: EventLists, config: MiningConfig, landings: Counter[str] | None = None) -> pa.Table:
-    """The attempts of ordered events, as a table of TRAJECTORY_SCHEMA."""
-    ev = _Events(ordered)
+def _mine(runs: Iterable[EventLists], config: MiningConfig, landings: Counter[str] | None = None) -> pa.Table:
+    """The attempts of ordered events, given in runs of whole sessions, as a table of TRAJECTORY_SCHEMA."""
     correction = re.compile(config.correction_pattern, re.IGNORECASE)
     # Instructions repeat ("run the tests", "continue"): classify each distinct text once.
     instructions: _Memo[str, tuple[str, bool]] = _Memo(
@@ -1186,8 +1192,10 @@ def _mine(ordered: EventLists, config: MiningConfig, landings: Counter[str] | No
     )
     families: _Memo[tuple[str | None, str, str], str] = _Memo(lambda key: family_id(*key))
     rows: list[dict[str, Any]] = []
-    for start, stop in ev.sessions():
-        rows.extend(_mine_session(ev, start, stop, config, instructions, families))
+    for ordered in runs:
+        ev = _Events(ordered)
+        for start, stop in ev.sessions():
+            rows.extend(_mine_session(ev, start, stop, config, instructions, families))
     options = config.landing()
     if options is not None:
         counts = _land(rows, options)
