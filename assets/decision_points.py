@@ -88,19 +88,21 @@ def decision_points(
     core = config.core()
     days = [DayEvents.of(key, raw_sessions[key], mined_trajectories[key]) for key in context.partition_keys]
     # Each day goes to a private spool file as it comes: a long range never sits in memory whole.
+    # Each day is audited as it comes; only the verdicts are kept, not the days' summaries.
     kept: dict[str, SpooledParquet] = {}
-    summaries: list[DayPoints] = []
+    verdicts: dict[str, list[Verdict]] = {}
     with spool_dir(spool_root(context), "decision-points-") as spool:
         for day in cut_days(days, core, spool, resolve_workers(config.workers)):
             kept[day.key] = SpooledParquet(day.path, day.rows)
-            summaries.append(day)
+            for check, found in audits([day], config).items():
+                verdicts.setdefault(check, []).extend(found)
             context.log.info(describe_day(day))
             context.add_asset_metadata(
                 private_metadata(decision_metadata(day)), asset_key=NAME, partition_key=day.key
             )
     yield dg.Output(single_or_dict(kept, context.partition_keys), output_name=NAME)
-    for check, verdicts in audits(summaries, config).items():
-        yield from report(context, NAME, check, verdicts)
+    for check, found in verdicts.items():
+        yield from report(context, NAME, check, found)
 
 
 def describe_day(day: DayPoints) -> str:

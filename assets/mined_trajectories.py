@@ -7,7 +7,7 @@ The audits run with the asset as Dagster asset checks; their thresholds are run 
 """
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import dagster as dg
@@ -103,13 +103,18 @@ def mined_trajectories(
     days = [DayEvents.of(key, raw_sessions[key]) for key in context.partition_keys]
     # Each day goes to a private spool file as it comes, and the audits keep only the columns
     # they read: a long range never sits in memory whole.
+    # Each day is audited as it comes, and only the verdicts and guard counts are kept: a range's
+    # attempts are never all held, not even their audited columns (70 KiB a busy day).
     mined: dict[str, SpooledParquet] = {}
-    audited: list[tuple[str, int, pd.DataFrame]] = []
+    verdicts: dict[str, list[Verdict]] = {}
+    guards: dict[str, tuple[int, int]] = {}
     workers = resolve_workers(config.workers)
     with spool_dir(spool_root(context), "mined-") as spool:
         for day in mine_days(days, mining, spool, workers, columns=AUDITED_COLUMNS + SUMMARY_COLUMNS):
             mined[day.key] = SpooledParquet(day.path, day.rows)
-            audited.append((day.key, day.sessions, day.columns[AUDITED_COLUMNS]))
+            for check, found in audits([(day.key, day.sessions, day.columns)], config).items():
+                verdicts.setdefault(check, []).extend(found)
+            guards[day.key] = guard_counts(day.columns)
             context.log.info(describe_day(day.key, day.sessions, day.columns))
             context.add_asset_metadata(
                 private_metadata(mining_metadata(day.columns, day.head, day.landings)),
@@ -117,10 +122,10 @@ def mined_trajectories(
                 partition_key=day.key,
             )
     yield dg.Output(single_or_dict(mined, context.partition_keys), output_name=NAME)
-    for check, verdicts in audits(audited, config).items():
-        yield from report(context, NAME, check, verdicts)
+    for check, found in verdicts.items():
+        yield from report(context, NAME, check, found)
     if dg.AssetCheckKey(dg.AssetKey(NAME), "guard_recoveries") in context.selected_asset_check_keys:
-        yield guard_recoveries(audited, config)
+        yield guard_recoveries(guards, config)
 
 
 def describe_day(day: str, sessions: int, attempts: pd.DataFrame) -> str:
@@ -171,15 +176,19 @@ def audits(
     return verdicts
 
 
+def guard_counts(attempts: pd.DataFrame) -> tuple[int, int]:
+    """A day's guard denials and recoveries, all its attempts together."""
+    return int(attempts["guard_denials"].sum()), int(attempts["guard_recoveries"].sum())
+
+
 def guard_recoveries(
-    days: list[tuple[str, int, pd.DataFrame]], config: MinedTrajectoriesConfig
+    per_day: Mapping[str, tuple[int, int]], config: MinedTrajectoriesConfig
 ) -> dg.AssetCheckResult:
     """A warning when the run's attempts hold guard denials but fewer recoveries than the minimum.
 
     Judged over the run, unlike the other checks: it asks whether the data holds recoveries to learn
-    from at all, which no single day has to (a day's denials and recoveries are in its metadata and
-    in the result's)."""
-    per_day = {day: (int(a["guard_denials"].sum()), int(a["guard_recoveries"].sum())) for day, _, a in days}
+    from at all, which no single day has to (a day's denials and recoveries, `guard_counts`, are in
+    its metadata and in the result's)."""
     denials = sum(d for d, _ in per_day.values())
     recoveries = sum(r for _, r in per_day.values())
     return dg.AssetCheckResult(

@@ -165,17 +165,16 @@ def test_a_failing_audit_names_the_numbers() -> None:
 
 def test_guard_recoveries_is_judged_over_the_run() -> None:
     """A day may have denials and no recovery; the warning asks whether the run holds any."""
-    from assets.mined_trajectories import MinedTrajectoriesConfig, guard_recoveries
+    from assets.mined_trajectories import MinedTrajectoriesConfig, guard_counts, guard_recoveries
 
-    def day(denials: int, recoveries: int) -> pd.DataFrame:
-        return pd.DataFrame({"guard_denials": [denials], "guard_recoveries": [recoveries]})
-
+    attempts = pd.DataFrame({"guard_denials": [2, 0, 1], "guard_recoveries": [0, 1, 0]})
+    assert guard_counts(attempts) == (3, 1)
     config = MinedTrajectoriesConfig()
-    result = guard_recoveries([("2026-11-20", 1, day(2, 0)), ("2026-11-21", 1, day(1, 1))], config)
+    result = guard_recoveries({"2026-11-20": (2, 0), "2026-11-21": (1, 1)}, config)
     assert result.passed and result.severity == dg.AssetCheckSeverity.WARN
     assert result.metadata["by_day"].value["2026-11-20"] == {"denials": 2, "recoveries": 0}
-    assert not guard_recoveries([("2026-11-20", 1, day(2, 0))], config).passed  # a denial, no recovery
-    assert guard_recoveries([("2026-11-20", 1, day(0, 0))], config).passed  # nothing to recover from
+    assert not guard_recoveries({"2026-11-20": (2, 0)}, config).passed  # a denial, no recovery
+    assert guard_recoveries({"2026-11-20": (0, 0)}, config).passed  # nothing to recover from
 
 
 def test_kept_attempts_fails_a_day_with_sessions_but_no_attempt_and_passes_a_day_without_sessions() -> None:
