@@ -15,7 +15,8 @@ def write_section(results: Path, name: str, text: str) -> None:
     old = results.read_text() if results.exists() else ""
     if begin in old and end in old:
         head, rest = old.split(begin, 1)
-        new = head + section + rest.split(end, 1)[1].lstrip("\n")
+        after = rest.split(end, 1)[1].lstrip("\n")
+        new = head + section + ("\n" + after if after else "")
     else:
         new = old + ("\n" if old and not old.endswith("\n\n") else "") + section
     results.write_text(new)
