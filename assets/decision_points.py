@@ -16,6 +16,7 @@ from pydantic import Field
 
 from assets import OWNERS
 from assets.day_checks import Verdict, day_check, report
+from assets.day_log import DayLog
 from assets.metadata import counter_md, frame_md, rows_md, single_or_dict
 from assets.partitions import daily_backfill_policy, daily_partitions
 from assets.workers import resolve_workers, workers_field
@@ -91,12 +92,13 @@ def decision_points(
     # Each day is audited as it comes; only the verdicts are kept, not the days' summaries.
     kept: dict[str, SpooledParquet] = {}
     verdicts: dict[str, list[Verdict]] = {}
+    log = DayLog(context, len(days))
     with spool_dir(spool_root(context), "decision-points-") as spool:
         for day in cut_days(days, core, spool, resolve_workers(config.workers)):
             kept[day.key] = SpooledParquet(day.path, day.rows)
             for check, found in audits([day], config).items():
                 verdicts.setdefault(check, []).extend(found)
-            context.log.info(describe_day(day))
+            log(describe_day(day))
             context.add_asset_metadata(
                 private_metadata(decision_metadata(day)), asset_key=NAME, partition_key=day.key
             )

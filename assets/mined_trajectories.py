@@ -17,6 +17,7 @@ from pydantic import Field
 
 from assets import OWNERS
 from assets.day_checks import Verdict, day_check, report
+from assets.day_log import DayLog
 from assets.metadata import counter_md, frame_md, single_or_dict
 from assets.partitions import daily_backfill_policy, daily_partitions
 from assets.workers import resolve_workers, workers_field
@@ -109,13 +110,14 @@ def mined_trajectories(
     verdicts: dict[str, list[Verdict]] = {}
     guards: dict[str, tuple[int, int]] = {}
     workers = resolve_workers(config.workers)
+    log = DayLog(context, len(days))
     with spool_dir(spool_root(context), "mined-") as spool:
         for day in mine_days(days, mining, spool, workers, columns=AUDITED_COLUMNS + SUMMARY_COLUMNS):
             mined[day.key] = SpooledParquet(day.path, day.rows)
             for check, found in audits([(day.key, day.sessions, day.columns)], config).items():
                 verdicts.setdefault(check, []).extend(found)
             guards[day.key] = guard_counts(day.columns)
-            context.log.info(describe_day(day.key, day.sessions, day.columns))
+            log(describe_day(day.key, day.sessions, day.columns))
             context.add_asset_metadata(
                 private_metadata(mining_metadata(day.columns, day.head, day.landings)),
                 asset_key=NAME,

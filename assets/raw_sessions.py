@@ -17,6 +17,7 @@ import dagster as dg
 import pyarrow.parquet as pq
 
 from assets import OWNERS
+from assets.day_log import DayLog
 from assets.metadata import counter_md, frame_md
 from assets.partitions import daily_backfill_policy, daily_partitions
 from assets.workers import resolve_workers, workers_field
@@ -96,8 +97,10 @@ def raw_sessions(
         )
     events: dict[str, SpooledParquet] = {}
     quarantine: dict[str, SpooledParquet] = {}
+    log = DayLog(context, len(found))
     for day, stats in found.items():
         key = day.isoformat()
+        log(describe_day(stats))
         events[key], quarantine[key] = _report_partition(context, key, stats, *outputs[day])
     if len(context.partition_keys) == 1:  # one partition, one file; a range returns a dict
         (only,) = context.partition_keys
@@ -114,7 +117,6 @@ def _report_partition(
 ) -> tuple[SpooledParquet, SpooledParquet]:
     events = SpooledParquet(events_path, stats.rows)
     quarantine = SpooledParquet(quarantine_path, stats.quarantined.total())
-    context.log.info(describe_day(stats))
     context.add_asset_metadata(
         private_metadata(events_metadata(stats, events)), asset_key="raw_sessions", partition_key=key
     )

@@ -176,15 +176,18 @@ def _cut(task: _CutTask) -> DayPoints:
     summary = _CutSummary()
     schema = DECISION_SCHEMA.with_metadata(_pandas_metadata(DECISION_SCHEMA))
     pending: list[pa.Table] = []
+    pending_bytes = 0  # a sum over `pending` on every run took 4 % of the cut
     with BatchWriter(task.dest, schema) as writer:
         for points in batches:
             reasons = set_aside_table(points)
             kept = points.filter(pa.array(reasons == "")).replace_schema_metadata(schema.metadata)
             summary.add(points, reasons, kept)
             pending.append(kept)
-            if sum(table.nbytes for table in pending) >= ROW_GROUP_BYTES:
+            pending_bytes += kept.nbytes
+            if pending_bytes >= ROW_GROUP_BYTES:
                 writer.write_table(pa.concat_tables(pending))
                 pending.clear()
+                pending_bytes = 0
         if pending:
             writer.write_table(pa.concat_tables(pending))
     included = pc.is_in(attempts.column("tier"), pa.array(task.config.included_tiers, pa.string()))
