@@ -88,8 +88,8 @@ def decision_points(
     """One row per assistant tool call in gold and silver attempts: history, canonical target, labels."""
     core = config.core()
     days = [DayEvents.of(key, raw_sessions[key], mined_trajectories[key]) for key in context.partition_keys]
-    # Each day goes to a private spool file as it comes: a long range never sits in memory whole.
-    # Each day is audited as it comes; only the verdicts are kept, not the days' summaries.
+    # Each day goes to a private spool file and is audited as it comes; only the verdicts are kept,
+    # not the days' summaries: a long range never sits in memory whole.
     kept: dict[str, SpooledParquet] = {}
     verdicts: dict[str, list[Verdict]] = {}
     log = DayLog(context, len(days))

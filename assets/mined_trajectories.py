@@ -102,10 +102,9 @@ def mined_trajectories(
     """One row per task attempt, with its signals, quality tier, score and workflow family."""
     mining = to_core(MiningConfig, config)
     days = [DayEvents.of(key, raw_sessions[key]) for key in context.partition_keys]
-    # Each day goes to a private spool file as it comes, and the audits keep only the columns
-    # they read: a long range never sits in memory whole.
-    # Each day is audited as it comes, and only the verdicts and guard counts are kept: a range's
-    # attempts are never all held, not even their audited columns (70 KiB a busy day).
+    # Each day goes to a private spool file and is audited as it comes; only the verdicts and guard
+    # counts are kept: a range's attempts are never all held, not even their audited columns (70 KiB
+    # a busy day).
     mined: dict[str, SpooledParquet] = {}
     verdicts: dict[str, list[Verdict]] = {}
     guards: dict[str, tuple[int, int]] = {}

@@ -204,11 +204,16 @@ def ordered_table(
     return table.append_column("ordinal", pa.array(ordinals, pa.int64()))
 
 
+def session_starts(ordered: pa.Table) -> np.ndarray:
+    """The row of each session's first event (ordinal 0) in `ordered` (an `ordered_table`), in order."""
+    return pc.indices_nonzero(pc.equal(ordered.column("ordinal"), 0)).to_numpy().astype(np.int64)
+
+
 def session_runs(ordered: pa.Table, events_at_most: int) -> Iterator[pa.Table]:
     """`ordered` (an `ordered_table`) in consecutive runs of whole sessions, each of at most
     `events_at_most` events unless one session alone holds more: slices, no copies. A day's events
     as Python lists were most of a mining worker's memory; a run's lists are a few MiB."""
-    starts = pc.indices_nonzero(pc.equal(ordered.column("ordinal"), 0)).to_numpy().tolist()
+    starts = session_starts(ordered).tolist()
     begin = 0
     for start, stop in zip(starts, [*starts[1:], ordered.num_rows], strict=True):
         if start > begin and stop - begin > events_at_most:

@@ -70,6 +70,7 @@ from trajectory_pipeline.events import (
     EventLists,
     ordered_columns,
     ordered_table,
+    session_starts,
     tuples_table,
 )
 from trajectory_pipeline.mining.actions import CallInfo
@@ -514,7 +515,7 @@ def decision_point_batches(
 ) -> Iterator[pa.Table]:
     """`decision_points_table`'s rows a run of whole sessions at a time, in its order.
 
-    Sessions are cut a few thousand events at a time (`CUT_BATCH_EVENTS`), each run's rows made
+    Sessions are cut about a thousand events at a time (`CUT_BATCH_EVENTS`), each run's rows made
     Arrow before the next: a day's rows as Python tuples, histories and all, were most of a
     backfill worker's peak memory, and a caller that writes each run as it comes (the day stages)
     never holds the day's rows at all. The events are not referenced once ordered: a caller that
@@ -544,7 +545,7 @@ def _session_batches(
     `ordered` (in their order there), a run holding at most `events_at_most` events unless one
     session alone holds more. Rows are sorted by session first, so the runs' rows in run order are
     the rows of all the attempts at once; only a run's Python objects are alive at a time."""
-    starts = pc.indices_nonzero(pc.equal(ordered.column("ordinal"), 0)).to_numpy().astype(np.int64)
+    starts = session_starts(ordered)
     stops = np.append(starts[1:], ordered.num_rows)
     span = dict(
         zip(
