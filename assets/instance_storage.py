@@ -1,0 +1,137 @@
+"""The local instance's storage: Dagster's SQLite storage, its event log keeping its database engines.
+
+Dagster's SQLite event log builds a new SQLAlchemy engine for every statement it stores and closes
+its connection after each (`SqliteEventLogStorage._connect`), so every event pays for an engine,
+statements compiled afresh (a new engine has an empty statement cache) and, on the shared index
+database, a connection closed and a WAL checkpoint. A materialization or check result is written
+three times (its run's database, then the index twice), and a range run of 150 days stores about
+1,800 of them: 8 ms each, 15 s of the run. Here each database keeps its engine, and the index keeps
+one connection open: 3.7 ms an event (bench/bench_event_log.py), with the same files, tables and
+durability (WAL, fsync at each commit as before), so an instance written by either storage reads
+with the other.
+
+A run's own database still closes its connection after each event: that close checkpoints the
+WAL into `<run id>.db`, and the UI follows a live run by watching that file change.
+
+    storage:
+      custom:
+        module: assets.instance_storage
+        class: LocalSqliteStorage
+        config:
+          base_dir:
+            env: DAGSTER_HOME
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import sqlalchemy as sa
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
+    INDEX_SHARD_NAME,
+    SQLITE_BUSY_TIMEOUT_SECONDS,
+    SqliteEventLogStorage,
+)
+from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
+from dagster._core.storage.schedules.sqlite.sqlite_schedule_storage import SqliteScheduleStorage
+from dagster._core.storage.sqlite_storage import (
+    DagsterSqliteStorage,
+    SqliteStorageConfig,
+    _event_logs_directory,
+    _runs_directory,
+    _schedule_directory,
+)
+from dagster._serdes import ConfigurableClassData
+from sqlalchemy.pool import NullPool, QueuePool
+
+# Run databases whose engines are kept: the runs a process writes or reads now (a webserver may
+# read thousands over its life; an engine holds its compiled statements).
+RUN_ENGINES_KEPT = 16
+
+_storages: weakref.WeakSet[EngineKeepingSqliteEventLogStorage] = weakref.WeakSet()
+
+
+class EngineKeepingSqliteEventLogStorage(SqliteEventLogStorage):
+    """`SqliteEventLogStorage` with an engine per database, kept; the index's connection kept too."""
+
+    def __init__(self, base_dir: str, inst_data: ConfigurableClassData | None = None) -> None:
+        self._engines: OrderedDict[str, sa.Engine] = OrderedDict()  # before Dagster's init connects
+        super().__init__(base_dir, inst_data)
+        _storages.add(self)
+
+    @contextmanager
+    def _connect(self, shard: str) -> Iterator[sa.Connection]:
+        # Dagster's own lock: one statement at a time per process, so one index connection suffices.
+        with self._db_lock:
+            engine = self._engine(shard)
+            if shard not in self._initialized_dbs:  # emptied by `wipe` and `upgrade`
+                self._initdb(engine)
+                self._initialized_dbs.add(shard)
+            with engine.connect() as conn, conn.begin():
+                yield conn
+
+    def _engine(self, shard: str) -> sa.Engine:
+        engine = self._engines.get(shard)
+        if engine is not None:
+            self._engines.move_to_end(shard)
+            return engine
+        url = self.conn_string_for_shard(shard)
+        if shard == INDEX_SHARD_NAME:
+            # One connection kept, used under the lock by whichever thread holds it (creating the
+            # tables, `_initdb` opens a second, closed when it returns).
+            args = {"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False}
+            engine = sa.create_engine(url, poolclass=QueuePool, pool_size=1, connect_args=args)
+        else:
+            engine = sa.create_engine(
+                url, poolclass=NullPool, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS}
+            )
+            runs = [name for name in self._engines if name != INDEX_SHARD_NAME]
+            if len(runs) >= RUN_ENGINES_KEPT:
+                self._engines.pop(runs[0]).dispose()
+        self._engines[shard] = engine
+        return engine
+
+    def _forget_connections(self) -> None:
+        """In a forked child: drop the parent's pooled connection without closing it (a SQLite
+        connection must never be used by two processes)."""
+        for engine in self._engines.values():
+            engine.dispose(close=False)
+
+    def dispose(self) -> None:
+        with self._db_lock:
+            for engine in self._engines.values():
+                engine.dispose()
+            self._engines.clear()
+        super().dispose()
+
+
+def _after_fork_in_child() -> None:
+    for storage in list(_storages):
+        storage._forget_connections()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class LocalSqliteStorage(DagsterSqliteStorage):
+    """Dagster's `storage: sqlite` (the same folders and databases under `base_dir`) with the event
+    log above."""
+
+    def __init__(self, base_dir: str, inst_data: ConfigurableClassData | None = None) -> None:
+        self.base_dir = base_dir
+        self._run_storage = SqliteRunStorage.from_local(_runs_directory(base_dir))
+        self._event_log_storage = EngineKeepingSqliteEventLogStorage(_event_logs_directory(base_dir))
+        self._schedule_storage = SqliteScheduleStorage.from_local(_schedule_directory(base_dir))
+        self._inst_data = inst_data
+        super(DagsterSqliteStorage, self).__init__()  # past the parent, which builds its own storages
+
+    @classmethod
+    def from_config_value(  # type: ignore[override]
+        cls, inst_data: ConfigurableClassData, config_value: SqliteStorageConfig
+    ) -> LocalSqliteStorage:
+        return cls.from_local(inst_data=inst_data, **config_value)
