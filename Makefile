@@ -82,6 +82,7 @@ bench: install  ## ingestion, redaction, backfills, our trainer against mlx_lm.l
 	$(BIN)/python bench/bench_redact.py
 	$(BIN)/python bench/bench_backfill.py --process-days 2 --repeat 2
 	$(BIN)/python bench/bench_backfill_cli.py --mixed-days 6 --scale 1 --repeat 1 --clis dagster  # a user's CLI range run, ~1 GB of own-agent logs (about 6 min)
+	$(BIN)/python bench/bench_event_log.py --days 150 --repeat 3  # a stored Dagster event: Dagster's SQLite event log against the instance's
 	$(BIN)/python bench/bench_incremental.py
 	test -d data/artifacts/adapters || $(BIN)/trajectory-pipeline demo  # the model and data of the next four
 	$(WITH_BLAS) $(BIN)/python bench/bench_training.py --iters 8 --repeat 3
