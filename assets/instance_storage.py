@@ -11,7 +11,10 @@ durability (WAL, fsync at each commit as before), so an instance written by eith
 with the other.
 
 A run's own database still closes its connection after each event: that close checkpoints the
-WAL into `<run id>.db`, and the UI follows a live run by watching that file change.
+WAL into `<run id>.db`, and the UI follows a live run by watching that file change. The index's
+connection is replaced every `INDEX_CONNECTION_S` seconds, so a result that outlived its statement
+cannot hold an old snapshot for long; while a process (the UI, the daemon) keeps it, the index's
+recent writes may sit in `index.db-wal` beside `index.db`: copy both, or stop them first.
 
     storage:
       custom:
@@ -25,6 +28,7 @@ WAL into `<run id>.db`, and the UI follows a live run by watching that file chan
 from __future__ import annotations
 
 import os
+import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -51,8 +55,10 @@ from sqlalchemy.pool import NullPool, QueuePool
 # Run databases whose engines are kept: the runs a process writes or reads now (a webserver may
 # read thousands over its life; an engine holds its compiled statements).
 RUN_ENGINES_KEPT = 16
+INDEX_CONNECTION_S = 60
 
 _storages: weakref.WeakSet[EngineKeepingSqliteEventLogStorage] = weakref.WeakSet()
+_inherited: list[object] = []  # in a forked child, the parent's pools: kept, so never closed here
 
 
 class EngineKeepingSqliteEventLogStorage(SqliteEventLogStorage):
@@ -84,7 +90,9 @@ class EngineKeepingSqliteEventLogStorage(SqliteEventLogStorage):
             # One connection kept, used under the lock by whichever thread holds it (creating the
             # tables, `_initdb` opens a second, closed when it returns).
             args = {"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False}
-            engine = sa.create_engine(url, poolclass=QueuePool, pool_size=1, connect_args=args)
+            engine = sa.create_engine(
+                url, poolclass=QueuePool, pool_size=1, pool_recycle=INDEX_CONNECTION_S, connect_args=args
+            )
         else:
             engine = sa.create_engine(
                 url, poolclass=NullPool, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS}
@@ -96,17 +104,20 @@ class EngineKeepingSqliteEventLogStorage(SqliteEventLogStorage):
         return engine
 
     def _forget_connections(self) -> None:
-        """In a forked child: drop the parent's pooled connection without closing it (a SQLite
-        connection must never be used by two processes)."""
+        """In a forked child: leave the parent's pooled connection alone, neither used nor closed
+        (SQLite's rule for a connection across a fork), and take a fresh lock (another thread of
+        the parent may have held it)."""
+        self._db_lock = threading.Lock()
         for engine in self._engines.values():
+            _inherited.append(engine.pool)  # `dispose` would let it be freed, which closes it
             engine.dispose(close=False)
 
     def dispose(self) -> None:
+        super().dispose()  # the file watcher first: it reads through these engines
         with self._db_lock:
             for engine in self._engines.values():
                 engine.dispose()
             self._engines.clear()
-        super().dispose()
 
 
 def _after_fork_in_child() -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from assets import instance_storage
 from assets.instance_storage import (
     RUN_ENGINES_KEPT,
     EngineKeepingSqliteEventLogStorage,
@@ -125,12 +126,33 @@ def test_the_index_keeps_one_connection_and_few_run_engines(tmp_path: Path) -> N
     assert index.pool.checkedin() == 1  # type: ignore[attr-defined]
     assert len(storage.get_records_for_run("run-0").records) == len(events)  # evicted, reopened
 
+    inherited = index.pool
     child = os.fork()
-    if child == 0:  # the child must not use the parent's connection: it drops it unclosed
-        os._exit(0 if index.pool.checkedin() == 0 else 1)
+    if child == 0:  # the parent's connection left alone (kept, not closed); the child's own stores
+        code = 1
+        try:
+            kept = any(pool is inherited for pool in instance_storage._inherited)
+            left_alone = kept and index.pool is not inherited
+            for event in events:
+                storage.store_event(event._replace(run_id="child"))
+            stored = len(storage.get_records_for_run("child").records) == len(events)
+            code = 0 if left_alone and stored else 2 + left_alone
+        finally:
+            os._exit(code)
     _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    assert index.pool.checkedin() == 1
+    assert index.pool is inherited and index.pool.checkedin() == 1  # type: ignore[attr-defined]
+    for event in events:  # the parent's kept connection still writes, and sees the child's rows
+        storage.store_event(event._replace(run_id="parent"))
+    reader = EngineKeepingSqliteEventLogStorage(str(tmp_path))
+    for log in (storage, reader):
+        for run in ("child", "parent"):
+            assert len(log.get_records_for_run(run).records) == len(events)
+        index_runs = {
+            r.run_id for r in log.fetch_materializations(dg.AssetKey("day_rows"), limit=100).records
+        }
+        assert {"child", "parent"} <= index_runs  # the index too
+    reader.dispose()
     storage.dispose()
     assert storage._engines == {}
 
