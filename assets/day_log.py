@@ -1,9 +1,10 @@
 """A range step's log: every day's line on a short range, evenly spaced ones on a long one.
 
-Each log line is an event Dagster stores (about 10 ms each in the SQLite event log: connecting,
-writing, committing), and a line per day and stage made a fifth of a long backfill's events: 450
-of the 2,250 of a 150-day run. The days between two lines lose nothing: each day's figures are in
-its materialization's metadata, its checks' results in their own events.
+Each log line is an event Dagster stores (about 4 ms each in the instance's SQLite event log,
+assets/instance_storage.py; 10 in Dagster's own), and a line per day and stage made a fifth of a
+long backfill's events: 450 of the 2,250 of a 150-day run. The days between two lines lose
+nothing: each day's figures are in its materialization's metadata, its checks' results in their
+own events.
 """
 
 from __future__ import annotations
