@@ -325,6 +325,20 @@ def test_arrow_allocates_from_the_c_library_unless_arrow_is_told_otherwise() -> 
     assert chosen.stdout.strip() == "mimalloc"
 
 
+def _arrow_threads(_: int) -> tuple[int, int, int]:
+    return pa.cpu_count(), pa.io_thread_count(), os.getpid()
+
+
+def test_a_worker_runs_arrow_on_its_own_thread_and_the_caller_keeps_its_pools() -> None:
+    """Two workers each with an Arrow pool per core oversubscribed the cores, and each pool thread
+    that allocated kept a C-library arena of its own between tasks."""
+    before = pa.cpu_count(), pa.io_thread_count()
+    results = parallel.map_in_processes(_arrow_threads, [0, 1, 2, 3], workers=2)
+    assert {(cpus, io) for cpus, io, _ in results} == {(1, 1)}
+    assert os.getpid() not in {pid for *_, pid in results}
+    assert (pa.cpu_count(), pa.io_thread_count()) == before
+
+
 @pytest.mark.parametrize("value", ["two", "0", "-1"])
 def test_a_bad_worker_count_says_what_to_write(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
     monkeypatch.setenv(settings.WORKERS.name, value)
