@@ -329,13 +329,17 @@ def _arrow_threads(_: int) -> tuple[int, int, int]:
     return pa.cpu_count(), pa.io_thread_count(), os.getpid()
 
 
-def test_a_worker_runs_arrow_on_its_own_thread_and_the_caller_keeps_its_pools() -> None:
+def test_a_workers_arrow_pools_have_one_thread_each_and_the_callers_keep_theirs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Two workers each with an Arrow pool per core oversubscribed the cores, and each pool thread
-    that allocated kept a C-library arena of its own between tasks."""
+    that allocated kept a C-library arena of its own between tasks. One task per worker: the
+    workers of every pool, not only the first, are set up so."""
+    monkeypatch.setattr(parallel, "TASKS_PER_WORKER", 1)
     before = pa.cpu_count(), pa.io_thread_count()
-    results = parallel.map_in_processes(_arrow_threads, [0, 1, 2, 3], workers=2)
-    assert {(cpus, io) for cpus, io, _ in results} == {(1, 1)}
-    assert os.getpid() not in {pid for *_, pid in results}
+    results = parallel.map_in_processes(_arrow_threads, [0, 1, 2, 3, 4, 5], workers=2)
+    assert [(cpus, io) for cpus, io, _ in results] == [(1, 1)] * 6
+    assert len({pid for *_, pid in results} - {os.getpid()}) >= 3  # three pools of fresh workers
     assert (pa.cpu_count(), pa.io_thread_count()) == before
 
 
