@@ -64,6 +64,9 @@ def range_run_events(days: int) -> list[EventLogEntry]:
             dagster_event=event,
         )
 
+    def step_event(kind: DagsterEventType, data: object, asset: str) -> EventLogEntry:
+        return entry(DagsterEvent(kind.value, JOB, event_specific_data=data, step_key=asset))
+
     events = []
     for asset in ASSETS:
         for key in keys:
@@ -77,13 +80,8 @@ def range_run_events(days: int) -> list[EventLogEntry]:
             }
             materialization = dg.AssetMaterialization(asset, partition=key, metadata=metadata)
             events.append(
-                entry(
-                    DagsterEvent(
-                        DagsterEventType.ASSET_MATERIALIZATION.value,
-                        JOB,
-                        event_specific_data=StepMaterializationData(materialization),
-                        step_key=asset,
-                    )
+                step_event(
+                    DagsterEventType.ASSET_MATERIALIZATION, StepMaterializationData(materialization), asset
                 )
             )
             check = AssetCheckEvaluation(
@@ -93,16 +91,7 @@ def range_run_events(days: int) -> list[EventLogEntry]:
                 metadata={"rows": dg.MetadataValue.int(25_000)},
                 partition=key,
             )
-            events.append(
-                entry(
-                    DagsterEvent(
-                        DagsterEventType.ASSET_CHECK_EVALUATION.value,
-                        JOB,
-                        event_specific_data=check,
-                        step_key=asset,
-                    )
-                )
-            )
+            events.append(step_event(DagsterEventType.ASSET_CHECK_EVALUATION, check, asset))
     return events
 
 
