@@ -4,6 +4,8 @@ import warnings
 
 import dagster as dg
 
+import trajectory_pipeline  # noqa: F401  (sets Arrow's allocator before any asset imports pyarrow)
+
 # The graph uses Dagster parameters still marked beta or preview, on purpose: single-run backfills
 # (`backfill_policy`) and training windows that reach before the first partition
 # (`allow_nonexistent_upstream_partitions`). Their notices are for us, not for every command a

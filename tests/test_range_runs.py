@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from trajectory_pipeline import day_stages, parallel, settings
+from trajectory_pipeline import arrow_memory, day_stages, parallel, settings
 from trajectory_pipeline.day_stages import DayEvents, cut_days, mine_days
 from trajectory_pipeline.decisions.points import (
     DECISION_SCHEMA,
@@ -309,20 +309,69 @@ def test_workers_can_hand_freed_heap_back_on_glibc() -> None:
     parallel._trim_heap()
 
 
-def test_arrow_allocates_from_the_c_library_unless_arrow_is_told_otherwise() -> None:
-    """mimalloc, Arrow's default, kept each worker at its high-water mark for the whole run."""
-    code = (
-        "import pyarrow as pa; from trajectory_pipeline import parallel; "
-        "print(pa.default_memory_pool().backend_name)"
+needs_mimalloc = pytest.mark.skipif(
+    "mimalloc" not in pa.supported_memory_backends(), reason="this build of Arrow has no mimalloc"
+)
+
+
+def _scan_from_mimalloc(path: Path) -> int:
+    """What a dataset scan, Arrow's C++ code, allocated from mimalloc in this process."""
+    import pyarrow.dataset as pads
+
+    pads.dataset(path).to_table()
+    return pa.mimalloc_memory_pool().max_memory()
+
+
+def _arrow_allocations(tmp_path: Path, code: str, **env: str) -> list[str]:
+    """Run `code` in a fresh interpreter (Arrow's pool is chosen at its import), after writing a
+    Parquet file for it to scan at `path`; its printed words."""
+    path = tmp_path / "scanned.parquet"
+    pq.write_table(pa.table({"n": list(range(50_000)), "text": ["some text"] * 50_000}), path)
+    environment = {k: v for k, v in os.environ.items() if k != arrow_memory.ARROW_POOL_ENV} | env
+    prelude = f"import os; from pathlib import Path; path = Path({str(path)!r}); "
+    done = subprocess.run(
+        [sys.executable, "-c", prelude + code], env=environment, cwd=CHECKOUT, capture_output=True, text=True
     )
-    env = {key: value for key, value in os.environ.items() if key != parallel.ARROW_POOL_ENV}
-    chosen = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert chosen.stdout.strip() == "system"
-    if "mimalloc" not in pa.supported_memory_backends():  # not in every build of Arrow
-        return
-    env[parallel.ARROW_POOL_ENV] = "mimalloc"
-    chosen = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert chosen.stdout.strip() == "mimalloc"
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+@needs_mimalloc
+def test_arrow_allocates_from_the_c_library_even_in_its_own_cpp_code(tmp_path: Path) -> None:
+    """mimalloc, Arrow's default, kept each worker at its high-water mark for the whole run. Setting
+    pyarrow's own default pool is not enough: its C++ code (scans, Parquet decoding) allocates from
+    the pool chosen when pyarrow is imported, so this package chooses it first, for the processes
+    it starts too."""
+    scan = "import pyarrow.dataset as pads; pads.dataset(path).to_table(); "
+    from_mimalloc = "pyarrow.mimalloc_memory_pool().max_memory()"
+    pools = f"pyarrow.default_memory_pool().backend_name, os.environ[{arrow_memory.ARROW_POOL_ENV!r}]"
+    words = _arrow_allocations(
+        tmp_path, f"import trajectory_pipeline, pyarrow; {scan} print({from_mimalloc}, {pools})"
+    )
+    assert words == ["0", "system", "system"]
+    # The Dagster definitions import the package before any of their modules imports pyarrow.
+    words = _arrow_allocations(
+        tmp_path, "import assets.definitions, pyarrow; " + scan + f"print({from_mimalloc})"
+    )
+    assert words[-1] == "0"
+
+
+@needs_mimalloc
+def test_a_pool_the_user_names_is_left_alone(tmp_path: Path) -> None:
+    code = "import trajectory_pipeline, pyarrow as pa; print(pa.default_memory_pool().backend_name)"
+    assert _arrow_allocations(tmp_path, code, ARROW_DEFAULT_MEMORY_POOL="mimalloc") == ["mimalloc"]
+
+
+def test_pyarrow_imported_first_still_gets_the_c_library_for_its_own_calls(tmp_path: Path) -> None:
+    code = "import pyarrow as pa, trajectory_pipeline; print(pa.default_memory_pool().backend_name)"
+    assert _arrow_allocations(tmp_path, code) == ["system"]
+
+
+@needs_mimalloc
+def test_range_run_workers_scan_on_the_c_library(tmp_path: Path) -> None:
+    path = tmp_path / "scanned.parquet"
+    pq.write_table(pa.table({"n": list(range(50_000))}), path)
+    assert parallel.map_in_processes(_scan_from_mimalloc, [path, path], workers=2) == [0, 0]
 
 
 def _arrow_threads(_: int) -> tuple[int, int, int]:

@@ -51,8 +51,6 @@ TASK_GC_THRESHOLD = 100_000
 TASKS_PER_WORKER = 8
 # What the fork server imports once, for every worker it forks: the modules of the tasks.
 _PRELOAD = ["trajectory_pipeline.ingest.days", "trajectory_pipeline.day_stages"]
-# Arrow's own setting of its allocator: when set, `use_system_arrow_pool` leaves the choice to it.
-ARROW_POOL_ENV = "ARROW_DEFAULT_MEMORY_POOL"
 
 
 def default_workers() -> int:
@@ -188,24 +186,6 @@ def sparing_gc(threshold: int = TASK_GC_THRESHOLD) -> Iterator[None]:
         gc.set_threshold(*old)
 
 
-def use_system_arrow_pool() -> None:
-    """Arrow on the C library's allocator in this process and those it forks, unless
-    `ARROW_DEFAULT_MEMORY_POOL` names a pool.
-
-    Arrow's default in the Linux wheels, mimalloc, keeps the pages of freed buffers for reuse: a
-    worker that cut one day of decision points stayed at that high-water mark for the rest of the
-    run, and the machine pays for the high-water marks of all the processes together. Measured on
-    one process cutting six days in turn (unique memory after each, heap trimmed): mimalloc kept
-    170 to 200 MiB, jemalloc 85 to 125, the C library 16 to 22. Cutting takes about a tenth longer
-    on it; on 12 days of a busy user's logs (bench/bench_backfill_cli.py) the CLI run's process
-    tree peaked at 888 MiB instead of 1,176 with this change alone.
-    """
-    if not os.environ.get(ARROW_POOL_ENV):
-        import pyarrow as pa
-
-        pa.set_memory_pool(pa.system_memory_pool())
-
-
 def _worker_started() -> None:
     """Arrow's thread pools in a worker cut to one thread each: a range run starts a worker per
     CPU (fewer only when it has fewer tasks), and in each worker Arrow's CPU pool would start a
@@ -250,6 +230,4 @@ def _run_sparing_gc(fn: Callable[[T], R], task: T) -> R:
         _trim_heap()
 
 
-# Every process that runs day tasks, or forks the ones that do, imports this module.
-use_system_arrow_pool()
 _malloc_trim()  # looked up once, in the fork server: its workers inherit it
