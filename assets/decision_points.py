@@ -8,10 +8,10 @@ agent had just before it, oldest messages dropped first beyond a size budget.
 
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
-import pyarrow.dataset as pads
 from pydantic import Field
 
 from assets import OWNERS
@@ -82,8 +82,8 @@ INCOMPLETE_REASONS = ("unparseable_arguments", "missing_required_arguments")
 def decision_points(
     context: dg.AssetExecutionContext,
     config: DecisionPointsConfig,
-    raw_sessions: dict[str, pads.Dataset],
-    mined_trajectories: dict[str, pads.Dataset],
+    raw_sessions: dict[str, Path],
+    mined_trajectories: dict[str, Path],
 ) -> Iterator[dg.Output[Any] | dg.AssetCheckEvaluation]:
     """One row per assistant tool call in gold and silver attempts: history, canonical target, labels."""
     core = config.core()

@@ -8,11 +8,11 @@ The audits run with the asset as Dagster asset checks; their thresholds are run 
 
 from collections import Counter
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
 import pandas as pd
-import pyarrow.dataset as pads
 from pydantic import Field
 
 from assets import OWNERS
@@ -97,7 +97,7 @@ NAME = "mined_trajectories"
 def mined_trajectories(
     context: dg.AssetExecutionContext,
     config: MinedTrajectoriesConfig,
-    raw_sessions: dict[str, pads.Dataset],
+    raw_sessions: dict[str, Path],
 ) -> Iterator[dg.Output[Any] | dg.AssetCheckEvaluation | dg.AssetCheckResult]:
     """One row per task attempt, with its signals, quality tier, score and workflow family."""
     mining = to_core(MiningConfig, config)

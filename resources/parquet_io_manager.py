@@ -30,7 +30,6 @@ import dagster as dg
 import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as pads
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pydantic import Field
 
@@ -153,12 +152,12 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             for key, location in locations.items()
         }
         wanted = context.dagster_type.typing_type
-        schemas: dict[pa.Schema, pa.Schema] = {}  # one object for the partitions' equal schemas
         if typing.get_origin(wanted) in (dict, Mapping) or wanted in (dict, Mapping):
             args = typing.get_args(wanted)
-            each = args[1] if len(args) == 2 else pd.DataFrame
-            return {key: _read([path], each, schemas) for key, path in paths.items()}
-        return _read(list(paths.values()), wanted, schemas)
+            return {
+                key: _read([path], args[1] if len(args) == 2 else pd.DataFrame) for key, path in paths.items()
+            }
+        return _read(list(paths.values()), wanted)
 
 
 def spool_root(context: dg.AssetExecutionContext) -> Path:
@@ -170,27 +169,6 @@ def spool_root(context: dg.AssetExecutionContext) -> Path:
     return objects.spool_root(base)
 
 
-_PARQUET = pads.ParquetFileFormat()
-_LOCAL = pafs.LocalFileSystem()
-
-
-def _dataset(paths: list[Path], schemas: dict[pa.Schema, pa.Schema]) -> pads.Dataset:
-    """The files as one dataset with the first one's schema, as `pads.dataset` opens them, without
-    holding on to that file's footer.
-
-    `pads.dataset` keeps the footer it read for the schema (a day of raw_sessions: 36 KB of row-group
-    statistics, 64 KiB of the heap by the time it is parsed), and a range step holds its inputs' datasets,
-    one per day and input, for the whole step: 1,200 of them, 43 MiB, in a 600-day decision_points step.
-    """
-    if not paths:
-        return pads.dataset([], format="parquet")
-    with pq.ParquetFile(paths[0]) as first:
-        schema = schemas.setdefault(first.schema_arrow, first.schema_arrow)
-    return pads.FileSystemDataset.from_paths(
-        [str(path) for path in paths], schema=schema, format=_PARQUET, filesystem=_LOCAL
-    )
-
-
 def _file_metadata(path: str, rows: int, size: int) -> dict[str, Any]:
     return {
         "dagster/row_count": rows,
@@ -200,11 +178,20 @@ def _file_metadata(path: str, rows: int, size: int) -> dict[str, Any]:
     }
 
 
-def _read(
-    paths: list[Path], wanted: Any, schemas: dict[pa.Schema, pa.Schema]
-) -> pd.DataFrame | pa.Table | pads.Dataset:
-    """Partitions as the type the consumer annotated; a Dataset is opened lazily, for streaming."""
+def _read(paths: list[Path], wanted: Any) -> pd.DataFrame | pa.Table | pads.Dataset | Path:
+    """Partitions as the type the consumer annotated; a Dataset is opened lazily, for streaming; a
+    Path is the stored file itself (a local copy of an object), nothing read.
+
+    A range step that hands its days to worker processes wants only the files: it holds its inputs
+    for the whole step, and a dataset per day and input held what opening it read and parsed (each
+    file's footer: 36 KB of row-group statistics a day of raw_sessions), 43 MiB over the 1,200 of a
+    600-day decision_points step.
+    """
+    if wanted is Path:
+        if len(paths) != 1:
+            raise TypeError("a Path input is one partition's file; annotate dict[str, Path] for several")
+        return paths[0]
     if wanted is pads.Dataset:
-        return _dataset(paths, schemas)
+        return pads.dataset([str(path) for path in paths], format="parquet")
     table = pa.concat_tables([pq.read_table(path) for path in paths])
     return table if wanted is pa.Table else table.to_pandas()

@@ -349,17 +349,17 @@ def test_arrow_allocates_from_the_c_library_even_in_its_own_cpp_code(tmp_path: P
         tmp_path, f"import trajectory_pipeline, pyarrow; {scan} print({from_mimalloc}, {pools})"
     )
     assert words == ["0", "system", "system"]
-    # The Dagster definitions import the package before any of their modules imports pyarrow.
-    words = _arrow_allocations(
-        tmp_path, "import assets.definitions, pyarrow; " + scan + f"print({from_mimalloc})"
-    )
-    assert words[-1] == "0"
+    # The Dagster definitions and resources import the package before any module of theirs imports pyarrow.
+    for entry in ("assets.definitions", "resources.parquet_io_manager"):
+        words = _arrow_allocations(tmp_path, f"import {entry}, pyarrow; {scan} print({from_mimalloc})")
+        assert words[-1] == "0", entry
 
 
 @needs_mimalloc
-def test_a_pool_the_user_names_is_left_alone(tmp_path: Path) -> None:
+def test_a_pool_the_user_names_is_left_alone_and_an_empty_one_is_none(tmp_path: Path) -> None:
     code = "import trajectory_pipeline, pyarrow as pa; print(pa.default_memory_pool().backend_name)"
     assert _arrow_allocations(tmp_path, code, ARROW_DEFAULT_MEMORY_POOL="mimalloc") == ["mimalloc"]
+    assert _arrow_allocations(tmp_path, code, ARROW_DEFAULT_MEMORY_POOL="") == ["system"]
 
 
 def test_pyarrow_imported_first_still_gets_the_c_library_for_its_own_calls(tmp_path: Path) -> None:
@@ -368,6 +368,9 @@ def test_pyarrow_imported_first_still_gets_the_c_library_for_its_own_calls(tmp_p
 
 
 @needs_mimalloc
+@pytest.mark.skipif(
+    os.environ.get(arrow_memory.ARROW_POOL_ENV) != "system", reason="the environment names another Arrow pool"
+)
 def test_range_run_workers_scan_on_the_c_library(tmp_path: Path) -> None:
     path = tmp_path / "scanned.parquet"
     pq.write_table(pa.table({"n": list(range(50_000))}), path)

@@ -56,10 +56,8 @@ class DayEvents:
     attempt_files: tuple[str, ...] = ()
 
     @classmethod
-    def of(
-        cls, key: str, events: pads.FileSystemDataset, attempts: pads.FileSystemDataset | None = None
-    ) -> DayEvents:
-        return cls(key, tuple(events.files), tuple(attempts.files) if attempts is not None else ())
+    def of(cls, key: str, events: Path, attempts: Path | None = None) -> DayEvents:
+        return cls(key, (str(events),), (str(attempts),) if attempts is not None else ())
 
     def read(self) -> pd.DataFrame:
         return _read(self.files).to_pandas()

@@ -48,6 +48,14 @@ def as_dataset_dict(daily_numbers: dict[str, pads.Dataset]) -> pd.DataFrame:
     )
 
 
+@dg.asset(ins={"daily_numbers": dg.AssetIn(partition_mapping=dg.AllPartitionMapping())})
+def as_paths(daily_numbers: dict[str, Path]) -> pd.DataFrame:
+    """The stored files themselves, for a step that hands them to worker processes."""
+    return pd.DataFrame(
+        {"day": sorted(daily_numbers), "path": [str(daily_numbers[k]) for k in sorted(daily_numbers)]}
+    )
+
+
 @pytest.fixture
 def io_manager(tmp_path: Path) -> ParquetIOManager:
     return ParquetIOManager(base_dir=str(tmp_path / "warehouse"))
@@ -81,7 +89,7 @@ def test_downstream_chooses_dict_frame_or_dataset(io_manager: ParquetIOManager) 
     for key in ("2026-11-01", "2026-11-02", "2026-11-03", "2026-11-04"):
         dg.materialize([daily_numbers], partition_key=key, resources={"io_manager": io_manager})
     result = dg.materialize(
-        [daily_numbers.to_source_asset(), as_dict, as_frame, as_dataset, as_dataset_dict],
+        [daily_numbers.to_source_asset(), as_dict, as_frame, as_dataset, as_dataset_dict, as_paths],
         resources={"io_manager": io_manager},
     )
     assert result.success
@@ -90,47 +98,12 @@ def test_downstream_chooses_dict_frame_or_dataset(io_manager: ParquetIOManager) 
     assert pd.read_parquet(base / "as_frame.parquet")["total"].tolist() == [12]
     assert pd.read_parquet(base / "as_dataset.parquet")["rows"].tolist() == [8]
     assert pd.read_parquet(base / "as_dataset_dict.parquet")["rows"].tolist() == [2, 2, 2, 2]
+    paths = pd.read_parquet(base / "as_paths.parquet")
+    assert paths["path"].tolist() == [str(base / "daily_numbers" / f"{day}.parquet") for day in paths["day"]]
+    assert len(paths) == 4
 
 
 def test_missing_upstream_partition_says_what_to_materialize(io_manager: ParquetIOManager) -> None:
     dg.materialize([daily_numbers], partition_key="2026-11-01", resources={"io_manager": io_manager})
     with pytest.raises(dg.Failure, match=r"no stored data for partition\(s\) 2026-11-02.*Materialize"):
         dg.materialize([daily_numbers.to_source_asset(), as_frame], resources={"io_manager": io_manager})
-
-
-OPENED: dict[str, pads.Dataset] = {}
-
-
-@dg.asset(ins={"daily_numbers": dg.AssetIn(partition_mapping=dg.AllPartitionMapping())})
-def keeps_day_datasets(daily_numbers: dict[str, pads.Dataset]) -> pa.Table:
-    OPENED.update(daily_numbers)
-    return pa.table({"n": [len(daily_numbers)]})
-
-
-@dg.asset(ins={"daily_numbers": dg.AssetIn(partition_mapping=dg.AllPartitionMapping())})
-def keeps_one_dataset(daily_numbers: pads.Dataset) -> pa.Table:
-    OPENED["all"] = daily_numbers
-    return pa.table({"n": [1]})
-
-
-def test_a_dataset_input_is_the_one_pyarrow_opens(io_manager: ParquetIOManager) -> None:
-    """A range step holds its inputs' datasets, a day each, for the whole step: the manager opens
-    them without keeping each file's footer, yet as the same datasets `pads.dataset` opens."""
-    keys = ("2026-11-01", "2026-11-02", "2026-11-03", "2026-11-04")
-    for key in keys:
-        dg.materialize([daily_numbers], partition_key=key, resources={"io_manager": io_manager})
-    OPENED.clear()
-    result = dg.materialize(
-        [daily_numbers.to_source_asset(), keeps_day_datasets, keeps_one_dataset],
-        resources={"io_manager": io_manager},
-    )
-    assert result.success
-    paths = [str(Path(io_manager.base_dir) / "daily_numbers" / f"{key}.parquet") for key in keys]
-    for key, path in zip(keys, paths, strict=True):
-        expected = pads.dataset([path], format="parquet")
-        assert OPENED[key].files == expected.files
-        assert OPENED[key].schema.equals(expected.schema, check_metadata=True)
-        assert OPENED[key].to_table().equals(expected.to_table())
-    everything = pads.dataset(paths, format="parquet")
-    assert OPENED["all"].files == everything.files
-    assert OPENED["all"].to_table().equals(everything.to_table())
