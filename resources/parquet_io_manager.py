@@ -182,10 +182,11 @@ def _read(paths: list[Path], wanted: Any) -> pd.DataFrame | pa.Table | pads.Data
     """Partitions as the type the consumer annotated; a Dataset is opened lazily, for streaming; a
     Path is the stored file itself (a local copy of an object), nothing read.
 
-    A range step that hands its days to worker processes wants only the files: it holds its inputs
-    for the whole step, and a dataset per day and input held what opening it read and parsed (each
-    file's footer: 36 KB of row-group statistics a day of raw_sessions), 43 MiB over the 1,200 of a
-    600-day decision_points step.
+    A range step that hands its days to worker processes wants only the files. It holds its inputs
+    for the whole step: as datasets, one per day and input, each opened by reading and parsing its
+    file's footer (36 KB of row-group statistics for a day of raw_sessions), they held 43 MiB,
+    their own objects and the heap the parsing left fragmented, over the 1,200 of a 600-day
+    decision_points step.
     """
     if wanted is Path:
         if len(paths) != 1:
