@@ -17,7 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from trajectory_pipeline import arrow_memory, day_stages, parallel, settings
+import trajectory_pipeline
+from trajectory_pipeline import day_stages, parallel, settings
 from trajectory_pipeline.day_stages import DayEvents, cut_days, mine_days
 from trajectory_pipeline.decisions.points import (
     DECISION_SCHEMA,
@@ -327,7 +328,7 @@ def _arrow_allocations(tmp_path: Path, code: str, **env: str) -> list[str]:
     Parquet file for it to scan at `path`; its printed words."""
     path = tmp_path / "scanned.parquet"
     pq.write_table(pa.table({"n": list(range(50_000)), "text": ["some text"] * 50_000}), path)
-    environment = {k: v for k, v in os.environ.items() if k != arrow_memory.ARROW_POOL_ENV} | env
+    environment = {k: v for k, v in os.environ.items() if k != trajectory_pipeline.ARROW_POOL_ENV} | env
     prelude = f"import os; from pathlib import Path; path = Path({str(path)!r}); "
     done = subprocess.run(
         [sys.executable, "-c", prelude + code], env=environment, cwd=CHECKOUT, capture_output=True, text=True
@@ -344,7 +345,7 @@ def test_arrow_allocates_from_the_c_library_even_in_its_own_cpp_code(tmp_path: P
     it starts too."""
     scan = "import pyarrow.dataset as pads; pads.dataset(path).to_table(); "
     from_mimalloc = "pyarrow.mimalloc_memory_pool().max_memory()"
-    pools = f"pyarrow.default_memory_pool().backend_name, os.environ[{arrow_memory.ARROW_POOL_ENV!r}]"
+    pools = f"pyarrow.default_memory_pool().backend_name, os.environ[{trajectory_pipeline.ARROW_POOL_ENV!r}]"
     words = _arrow_allocations(
         tmp_path, f"import trajectory_pipeline, pyarrow; {scan} print({from_mimalloc}, {pools})"
     )
@@ -369,7 +370,8 @@ def test_pyarrow_imported_first_still_gets_the_c_library_for_its_own_calls(tmp_p
 
 @needs_mimalloc
 @pytest.mark.skipif(
-    os.environ.get(arrow_memory.ARROW_POOL_ENV) != "system", reason="the environment names another Arrow pool"
+    os.environ.get(trajectory_pipeline.ARROW_POOL_ENV) != "system",
+    reason="the environment names another Arrow pool",
 )
 def test_range_run_workers_scan_on_the_c_library(tmp_path: Path) -> None:
     path = tmp_path / "scanned.parquet"
