@@ -323,11 +323,17 @@ def _scan_from_mimalloc(path: Path) -> int:
     return pa.mimalloc_memory_pool().max_memory()
 
 
-def _arrow_allocations(tmp_path: Path, code: str, **env: str) -> list[str]:
-    """Run `code` in a fresh interpreter (Arrow's pool is chosen at its import), after writing a
-    Parquet file for it to scan at `path`; its printed words."""
+@pytest.fixture
+def scanned(tmp_path: Path) -> Path:
+    """A Parquet file for the tests below to scan."""
     path = tmp_path / "scanned.parquet"
     pq.write_table(pa.table({"n": list(range(50_000)), "text": ["some text"] * 50_000}), path)
+    return path
+
+
+def _arrow_allocations(path: Path, code: str, **env: str) -> list[str]:
+    """Run `code` in a fresh interpreter (Arrow's pool is chosen at its import), with the file to
+    scan at `path`; its printed words."""
     environment = {k: v for k, v in os.environ.items() if k != trajectory_pipeline.ARROW_POOL_ENV} | env
     prelude = f"import os; from pathlib import Path; path = Path({str(path)!r}); "
     done = subprocess.run(
@@ -338,7 +344,7 @@ def _arrow_allocations(tmp_path: Path, code: str, **env: str) -> list[str]:
 
 
 @needs_mimalloc
-def test_arrow_allocates_from_the_c_library_even_in_its_own_cpp_code(tmp_path: Path) -> None:
+def test_arrow_allocates_from_the_c_library_even_in_its_own_cpp_code(scanned: Path) -> None:
     """mimalloc, Arrow's default, kept each worker at its high-water mark for the whole run. Setting
     pyarrow's own default pool is not enough: its C++ code (scans, Parquet decoding) allocates from
     the pool chosen when pyarrow is imported, so this package chooses it first, for the processes
@@ -347,25 +353,25 @@ def test_arrow_allocates_from_the_c_library_even_in_its_own_cpp_code(tmp_path: P
     from_mimalloc = "pyarrow.mimalloc_memory_pool().max_memory()"
     pools = f"pyarrow.default_memory_pool().backend_name, os.environ[{trajectory_pipeline.ARROW_POOL_ENV!r}]"
     words = _arrow_allocations(
-        tmp_path, f"import trajectory_pipeline, pyarrow; {scan} print({from_mimalloc}, {pools})"
+        scanned, f"import trajectory_pipeline, pyarrow; {scan} print({from_mimalloc}, {pools})"
     )
     assert words == ["0", "system", "system"]
     # The Dagster definitions and resources import the package before any module of theirs imports pyarrow.
     for entry in ("assets.definitions", "resources.parquet_io_manager"):
-        words = _arrow_allocations(tmp_path, f"import {entry}, pyarrow; {scan} print({from_mimalloc})")
+        words = _arrow_allocations(scanned, f"import {entry}, pyarrow; {scan} print({from_mimalloc})")
         assert words[-1] == "0", entry
 
 
 @needs_mimalloc
-def test_a_pool_the_user_names_is_left_alone_and_an_empty_one_is_none(tmp_path: Path) -> None:
+def test_a_pool_the_user_names_is_left_alone_and_an_empty_one_is_none(scanned: Path) -> None:
     code = "import trajectory_pipeline, pyarrow as pa; print(pa.default_memory_pool().backend_name)"
-    assert _arrow_allocations(tmp_path, code, ARROW_DEFAULT_MEMORY_POOL="mimalloc") == ["mimalloc"]
-    assert _arrow_allocations(tmp_path, code, ARROW_DEFAULT_MEMORY_POOL="") == ["system"]
+    assert _arrow_allocations(scanned, code, ARROW_DEFAULT_MEMORY_POOL="mimalloc") == ["mimalloc"]
+    assert _arrow_allocations(scanned, code, ARROW_DEFAULT_MEMORY_POOL="") == ["system"]
 
 
-def test_pyarrow_imported_first_still_gets_the_c_library_for_its_own_calls(tmp_path: Path) -> None:
+def test_pyarrow_imported_first_still_gets_the_c_library_for_its_own_calls(scanned: Path) -> None:
     code = "import pyarrow as pa, trajectory_pipeline; print(pa.default_memory_pool().backend_name)"
-    assert _arrow_allocations(tmp_path, code) == ["system"]
+    assert _arrow_allocations(scanned, code) == ["system"]
 
 
 @needs_mimalloc
@@ -373,10 +379,8 @@ def test_pyarrow_imported_first_still_gets_the_c_library_for_its_own_calls(tmp_p
     os.environ.get(trajectory_pipeline.ARROW_POOL_ENV) != "system",
     reason="the environment names another Arrow pool",
 )
-def test_range_run_workers_scan_on_the_c_library(tmp_path: Path) -> None:
-    path = tmp_path / "scanned.parquet"
-    pq.write_table(pa.table({"n": list(range(50_000))}), path)
-    assert parallel.map_in_processes(_scan_from_mimalloc, [path, path], workers=2) == [0, 0]
+def test_range_run_workers_scan_on_the_c_library(scanned: Path) -> None:
+    assert parallel.map_in_processes(_scan_from_mimalloc, [scanned, scanned], workers=2) == [0, 0]
 
 
 def _arrow_threads(_: int) -> tuple[int, int, int]:
