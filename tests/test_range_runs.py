@@ -37,6 +37,7 @@ from trajectory_pipeline.ingest.days import (
     day_index,
     ingest_day,
     ingest_days,
+    pass_count,
 )
 from trajectory_pipeline.ingest.redact import Redactor
 from trajectory_pipeline.mining.attempts import TRAJECTORY_SCHEMA, MiningConfig, mine_trajectories
@@ -431,6 +432,22 @@ def test_workers_are_spawned_where_the_working_folder_holds_another_checkout(
     (tmp_path / "trajectory_pipeline").mkdir()  # what a fork server would import instead of ours
     monkeypatch.chdir(tmp_path)
     assert parallel._context().get_start_method() == "spawn"
+
+
+@pytest.mark.parametrize(
+    ("days", "workers", "passes"), [(20, 2, 4), (150, 2, 22), (7, 2, 2), (1, 2, 1), (20, 1, 3), (30, 4, 8)]
+)
+def test_passes_in_processes_come_in_rounds_that_keep_every_worker_busy(
+    days: int, workers: int, passes: int
+) -> None:
+    assert pass_count(days, 7, workers) == passes
+    span = [END - dt.timedelta(days=n) for n in range(days - 1, -1, -1)]
+    planned = [
+        (CandidateFile("own_agent", "own_agent", f"/{n}", 0, 100), day_index(day), day_index(day))
+        for n, day in enumerate(span)
+    ]
+    parts = _balanced_parts(span, planned, passes, chunk_days=7)
+    assert len(parts) == passes and [day for part in parts for day in part] == span
 
 
 def test_passes_split_a_range_by_what_they_read_not_by_days() -> None:
