@@ -4,8 +4,11 @@ still follows a live run; the index keeps one connection, never shared with a fo
 
 import os
 import shutil
+import subprocess
+import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import dagster as dg
@@ -14,6 +17,7 @@ from dagster._core.events.log import EventLogEntry
 
 from assets import instance_storage
 from assets.instance_storage import (
+    EVENT_BATCH_SIZE,
     RUN_ENGINES_KEPT,
     EngineKeepingSqliteEventLogStorage,
     LocalSqliteStorage,
@@ -30,8 +34,13 @@ def day_rows(context: dg.AssetExecutionContext) -> Iterator[dg.Output[int] | dg.
     yield dg.AssetCheckResult(passed=True, metadata={"rows": 10})
 
 
+@dg.asset(partitions_def=DAYS, backfill_policy=dg.BackfillPolicy.single_run())
+def range_rows(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+    return dg.MaterializeResult(metadata={"days": len(context.partition_keys)})
+
+
 def _instance(home: Path, config: str | None = None) -> dg.DagsterInstance:
-    home.mkdir(exist_ok=True)
+    home.mkdir(parents=True, exist_ok=True)
     if config is None:
         shutil.copyfile(REPO_ROOT / "dagster.yaml", home / "dagster.yaml")
     else:
@@ -179,3 +188,123 @@ def test_wiped_storage_stores_again(tmp_path: Path, events: list[EventLogEntry])
         log.store_event(event)
     assert len(log.get_records_for_run(events[0].run_id).records) == len(events)
     storage.dispose()
+
+
+def _stored(storage: EngineKeepingSqliteEventLogStorage, run_id: str) -> tuple[object, ...]:
+    """What a run left in its database and in the index: events, materializations, check results."""
+    events = [
+        (r.event_log_entry.dagster_event_type, r.event_log_entry.message)
+        for r in storage.get_records_for_run(run_id).records
+    ]
+    days = sorted(
+        (r.partition_key, r.run_id)
+        for r in storage.fetch_materializations(dg.AssetKey("day_rows"), limit=100).records
+    )
+    checks = storage.get_asset_check_execution_history(
+        dg.AssetCheckKey(dg.AssetKey("day_rows"), "has_rows"), limit=100
+    )
+    return events, days, sorted((c.run_id, c.status.value) for c in checks)
+
+
+def test_a_batch_is_stored_as_its_events_one_by_one(tmp_path: Path, events: list[EventLogEntry]) -> None:
+    one_by_one = EngineKeepingSqliteEventLogStorage(str(tmp_path / "one"))
+    for event in events:
+        one_by_one.store_event(event)
+    batched = EngineKeepingSqliteEventLogStorage(str(tmp_path / "batch"))
+    batched.store_event_batch(events)
+    assert _stored(batched, events[0].run_id) == _stored(one_by_one, events[0].run_id)
+    assert len(_stored(batched, events[0].run_id)[0]) == len(events)
+    assert batched._batch == {} and batched._batch_thread is None
+    batched.store_event(events[-1]._replace(run_id="next"))  # the lock was released
+    for storage in (one_by_one, batched):
+        storage.dispose()
+
+
+def test_a_failed_batch_leaves_nothing_and_the_storage_goes_on(
+    tmp_path: Path, events: list[EventLogEntry], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    storage = EngineKeepingSqliteEventLogStorage(str(tmp_path))
+    store = storage.store_event
+
+    def failing_last(event: EventLogEntry) -> None:
+        if event is events[-1]:
+            raise OSError("disk full")
+        store(event)
+
+    monkeypatch.setattr(storage, "store_event", failing_last)
+    with pytest.raises(OSError, match="disk full"):
+        storage.store_event_batch(events)
+    assert _stored(storage, events[0].run_id) == ([], [], [])  # neither the run's database nor the index
+    monkeypatch.undo()
+    storage.store_event_batch(events)  # what Dagster does next: the events again (one by one, there)
+    assert len(_stored(storage, events[0].run_id)[0]) == len(events)
+    storage.dispose()
+
+
+def test_another_thread_waits_for_a_batch_to_end(
+    tmp_path: Path, events: list[EventLogEntry], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    storage = EngineKeepingSqliteEventLogStorage(str(tmp_path))
+    store = storage.store_event
+    other = threading.Thread(target=store, args=(events[0]._replace(run_id="other"),))
+    waited: list[bool] = []
+
+    def starting_the_other(event: EventLogEntry) -> None:
+        if not other.is_alive() and not waited:
+            other.start()
+            other.join(0.3)
+            waited.append(other.is_alive())  # still waiting for the lock the batch holds
+        store(event)
+
+    monkeypatch.setattr(storage, "store_event", starting_the_other)
+    storage.store_event_batch(events)
+    other.join(20)
+    assert waited == [True] and not other.is_alive()
+    assert len(storage.get_records_for_run("other").records) == 1
+    assert len(storage.get_records_for_run(events[0].run_id).records) == len(events)
+    storage.dispose()
+
+
+def test_a_range_run_stores_its_planned_and_materialized_days_as_batches(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    batches: list[list[str]] = []
+    store_batch = EngineKeepingSqliteEventLogStorage.store_event_batch
+
+    def recording(storage: EngineKeepingSqliteEventLogStorage, batch: Sequence[EventLogEntry]) -> None:
+        batches.append([event.dagster_event_type.value for event in batch])  # type: ignore[union-attr]
+        store_batch(storage, batch)
+
+    monkeypatch.setattr(EngineKeepingSqliteEventLogStorage, "store_event_batch", recording)
+    days = {
+        "dagster/asset_partition_range_start": "2026-11-01",
+        "dagster/asset_partition_range_end": "2026-11-04",
+    }
+    stored = {}
+    for size in (str(EVENT_BATCH_SIZE), "0"):  # 0: Dagster stores every event on its own
+        monkeypatch.setenv("DAGSTER_EVENT_BATCH_SIZE", size)
+        monkeypatch.setenv("DAGSTER_HOME", str(home / size))  # where the repository's dagster.yaml stores
+        with _instance(home / size) as instance:
+            assert dg.materialize([range_rows], instance=instance, tags=days).success
+            run_id = instance.get_runs()[0].run_id
+            records = instance.fetch_materializations(dg.AssetKey("range_rows"), limit=100).records
+            stored[size] = (
+                [e.dagster_event_type for e in instance.all_logs(run_id) if e.is_dagster_event],
+                sorted((r.partition_key, r.asset_materialization.metadata["days"].value) for r in records),  # type: ignore[union-attr]
+            )
+    assert batches == [["ASSET_MATERIALIZATION_PLANNED"] * 4, ["ASSET_MATERIALIZATION"] * 4]
+    assert stored[str(EVENT_BATCH_SIZE)] == stored["0"]
+    assert [day for day, _ in stored["0"][1]] == ["2026-11-01", "2026-11-02", "2026-11-03", "2026-11-04"]
+
+
+@pytest.mark.parametrize(("given", "seen"), [(None, str(EVENT_BATCH_SIZE)), ("0", "0"), ("50", "50")])
+def test_the_storage_asks_dagster_for_batches_unless_a_size_is_given(given: str | None, seen: str) -> None:
+    env = {key: value for key, value in os.environ.items() if key != "DAGSTER_EVENT_BATCH_SIZE"}
+    if given is not None:
+        env["DAGSTER_EVENT_BATCH_SIZE"] = given
+    code = "import os, assets.instance_storage; print(os.environ['DAGSTER_EVENT_BATCH_SIZE'])"
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=REPO_ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [seen]
