@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import dagster as dg
@@ -220,18 +220,31 @@ def test_a_batch_is_stored_as_its_events_one_by_one(tmp_path: Path, events: list
         storage.dispose()
 
 
+def _before_each_event(
+    storage: EngineKeepingSqliteEventLogStorage,
+    monkeypatch: pytest.MonkeyPatch,
+    hook: Callable[[EventLogEntry], None],
+) -> None:
+    """`hook` runs before each event a batch stores (`store_event_batch` stores them with `store_event`)."""
+    store = storage.store_event
+
+    def hooked(event: EventLogEntry) -> None:
+        hook(event)
+        store(event)
+
+    monkeypatch.setattr(storage, "store_event", hooked)
+
+
 def test_a_failed_batch_leaves_nothing_and_the_storage_goes_on(
     tmp_path: Path, events: list[EventLogEntry], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     storage = EngineKeepingSqliteEventLogStorage(str(tmp_path))
-    store = storage.store_event
 
     def failing_last(event: EventLogEntry) -> None:
         if event is events[-1]:
             raise OSError("disk full")
-        store(event)
 
-    monkeypatch.setattr(storage, "store_event", failing_last)
+    _before_each_event(storage, monkeypatch, failing_last)
     with pytest.raises(OSError, match="disk full"):
         storage.store_event_batch(events)
     assert _stored(storage, events[0].run_id) == ([], [], [])  # neither the run's database nor the index
@@ -245,18 +258,16 @@ def test_another_thread_waits_for_a_batch_to_end(
     tmp_path: Path, events: list[EventLogEntry], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     storage = EngineKeepingSqliteEventLogStorage(str(tmp_path))
-    store = storage.store_event
-    other = threading.Thread(target=store, args=(events[0]._replace(run_id="other"),))
+    other = threading.Thread(target=storage.store_event, args=(events[0]._replace(run_id="other"),))
     waited: list[bool] = []
 
     def starting_the_other(event: EventLogEntry) -> None:
-        if not other.is_alive() and not waited:
+        if not waited:
             other.start()
             other.join(0.3)
             waited.append(other.is_alive())  # still waiting for the lock the batch holds
-        store(event)
 
-    monkeypatch.setattr(storage, "store_event", starting_the_other)
+    _before_each_event(storage, monkeypatch, starting_the_other)
     storage.store_event_batch(events)
     other.join(20)
     assert waited == [True] and not other.is_alive()
