@@ -4,6 +4,7 @@ still follows a live run; the index keeps one connection, never shared with a fo
 
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -258,20 +259,23 @@ def test_another_thread_waits_for_a_batch_to_end(
     tmp_path: Path, events: list[EventLogEntry], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     storage = EngineKeepingSqliteEventLogStorage(str(tmp_path))
-    other = threading.Thread(target=storage.store_event, args=(events[0]._replace(run_id="other"),))
-    waited: list[bool] = []
+    storage.store_event(events[0]._replace(run_id="other"))  # its database made before the batch
+    other = threading.Thread(target=storage.store_event, args=(events[1]._replace(run_id="other"),))
+    waited: list[tuple[bool, int]] = []
 
     def starting_the_other(event: EventLogEntry) -> None:
         if not waited:
             other.start()
-            other.join(0.3)
-            waited.append(other.is_alive())  # still waiting for the lock the batch holds
+            other.join(0.5)
+            with sqlite3.connect(tmp_path / "other.db") as db:  # past the storage and its lock
+                (rows,) = db.execute("select count(*) from event_logs").fetchone()
+            waited.append((other.is_alive(), rows))  # still waiting for the lock the batch holds
 
     _before_each_event(storage, monkeypatch, starting_the_other)
     storage.store_event_batch(events)
     other.join(20)
-    assert waited == [True] and not other.is_alive()
-    assert len(storage.get_records_for_run("other").records) == 1
+    assert waited == [(True, 1)] and not other.is_alive()
+    assert len(storage.get_records_for_run("other").records) == 2
     assert len(storage.get_records_for_run(events[0].run_id).records) == len(events)
     storage.dispose()
 

@@ -719,9 +719,10 @@ def ingest_days(
 
 
 def pass_count(days: int, chunk_days: int, workers: int) -> int:
-    """How many passes read `days` days on `workers` processes: at most `chunk_days` days each, and
-    in processes a multiple of the workers, so that every round keeps them all busy (20 days in three
-    7-day passes leave one of two workers idle while the last runs; four 5-day passes do not)."""
+    """How many passes may read `days` days on `workers` processes: at most `chunk_days` days each,
+    and in processes a multiple of the workers, so that every round can keep them all busy (20 days
+    in three 7-day passes leave one of two workers idle while the last runs; four 5-day passes do
+    not). `_balanced_parts` may make fewer where the days' weights do not split any better."""
     count = math.ceil(days / chunk_days)
     return min(days, math.ceil(count / workers) * workers) if workers > 1 else count
 
