@@ -21,11 +21,12 @@ every instance in the process then batches, and Dagster's own storages store a b
 event as before. Dagster holds a batch's events in memory until its last one: a run stopped in the
 middle of a step's materializations loses those of its days, where one by one it kept the first.
 
-A run's own database still closes its connection after each event (or batch): that close checkpoints the
-WAL into `<run id>.db`, and the UI follows a live run by watching that file change. The index's
-connection is replaced every `INDEX_CONNECTION_S` seconds, so a result that outlived its statement
-cannot hold an old snapshot for long; while a process (the UI, the daemon) keeps it, the index's
-recent writes may sit in `index.db-wal` beside `index.db`: copy both, or stop them first.
+A run's own database still closes its connection after each event (or batch): that close
+checkpoints the WAL into `<run id>.db`, and the UI follows a live run by watching that file change.
+The index's connection is replaced every `INDEX_CONNECTION_S` seconds, so a result that outlived
+its statement cannot hold an old snapshot for long; while a process (the UI, the daemon) keeps it,
+the index's recent writes may sit in `index.db-wal` beside `index.db`: copy both, or stop them
+first.
 
     storage:
       custom:
@@ -116,10 +117,7 @@ class EngineKeepingSqliteEventLogStorage(SqliteEventLogStorage):
             return
         # Dagster's own lock: one statement at a time per process, so one index connection suffices.
         with self._db_lock:
-            engine = self._engine(shard)
-            if shard not in self._initialized_dbs:  # emptied by `wipe` and `upgrade`
-                self._initdb(engine)
-                self._initialized_dbs.add(shard)
+            engine = self._ready_engine(shard)
             with engine.connect() as conn, conn.begin():
                 yield conn
 
@@ -127,13 +125,17 @@ class EngineKeepingSqliteEventLogStorage(SqliteEventLogStorage):
         """The batch's connection to `shard`, in a transaction left open until the batch ends."""
         conn = self._batch.get(shard)
         if conn is None:
-            engine = self._engine(shard)
-            if shard not in self._initialized_dbs:
-                self._initdb(engine)
-                self._initialized_dbs.add(shard)
-            conn = self._batch[shard] = engine.connect()
+            conn = self._batch[shard] = self._ready_engine(shard).connect()
             conn.begin()
         return conn
+
+    def _ready_engine(self, shard: str) -> sa.Engine:
+        """The shard's engine, its tables made on first use (under the lock, as its callers are)."""
+        engine = self._engine(shard)
+        if shard not in self._initialized_dbs:  # emptied by `wipe` and `upgrade`
+            self._initdb(engine)
+            self._initialized_dbs.add(shard)
+        return engine
 
     def _engine(self, shard: str) -> sa.Engine:
         engine = self._engines.get(shard)

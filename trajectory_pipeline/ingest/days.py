@@ -723,8 +723,7 @@ def pass_count(days: int, chunk_days: int, workers: int) -> int:
     and in processes a multiple of the workers, so that every round can keep them all busy (20 days
     in three 7-day passes leave one of two workers idle while the last runs; four 5-day passes do
     not). `_balanced_parts` may make fewer where the days' weights do not split any better."""
-    count = math.ceil(days / chunk_days)
-    return min(days, math.ceil(count / workers) * workers) if workers > 1 else count
+    return min(days, math.ceil(math.ceil(days / chunk_days) / workers) * workers)
 
 
 def _balanced_parts(
