@@ -15,6 +15,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 from dagster._core.events.log import EventLogEntry
+from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
 
 from assets import instance_storage
 from assets.instance_storage import (
@@ -191,7 +193,52 @@ def test_wiped_storage_stores_again(tmp_path: Path, events: list[EventLogEntry])
     storage.dispose()
 
 
-def _stored(storage: EngineKeepingSqliteEventLogStorage, run_id: str) -> tuple[object, ...]:
+def test_the_index_is_asked_for_a_table_or_column_until_it_has_it(
+    tmp_path: Path, events: list[EventLogEntry], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dagster asks whether the index has the check results' table before storing each check
+    result, and reflects the asset keys' columns before each materialization: once present they
+    stay (tables are added or emptied, never dropped), so a yes is remembered and a no asked again."""
+    asked: list[str] = []
+    has_table, has_column = (
+        SqliteEventLogStorage.has_table,
+        SqlEventLogStorage._has_asset_key_col_on_connection,
+    )
+
+    def asking_for_table(storage: SqliteEventLogStorage, name: str) -> bool:
+        asked.append(name)
+        return has_table(storage, name)
+
+    def asking_for_column(storage: SqlEventLogStorage, conn: object, name: str) -> bool:
+        asked.append(f"asset_keys.{name}")
+        return has_column(storage, conn, name)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SqliteEventLogStorage, "has_table", asking_for_table)
+    monkeypatch.setattr(SqlEventLogStorage, "_has_asset_key_col_on_connection", asking_for_column)
+    storage = EngineKeepingSqliteEventLogStorage(str(tmp_path / "ours"))
+    for n in range(3):
+        for event in events:
+            storage.store_event(event._replace(run_id=f"run-{n}"))
+    assert len(asked) == len(set(asked))  # each once, in three runs
+    assert {"asset_check_executions", "asset_keys.last_materialization_timestamp"} <= set(asked)
+
+    dagsters = SqliteEventLogStorage(str(tmp_path / "dagsters"))
+    for n in range(3):
+        for event in events:
+            dagsters.store_event(event._replace(run_id=f"run-{n}"))
+    assert _stored(storage, "run-2") == _stored(dagsters, "run-2")
+    assert len(_stored(storage, "run-2")[1]) == 3  # the three runs' materializations
+    for name in ("asset_check_executions", "asset_event_tags", "no_such_table"):
+        assert storage.has_table(name) == dagsters.has_table(name)
+    asked.clear()
+    assert storage.has_table("asset_check_executions") and storage.has_table("asset_event_tags")
+    assert not storage.has_table("no_such_table")
+    assert asked == ["no_such_table"]
+    dagsters.dispose()
+    storage.dispose()
+
+
+def _stored(storage: SqliteEventLogStorage, run_id: str) -> tuple[object, ...]:
     """What a run left in its database and in the index: events, materializations, check results."""
     events = [
         (r.event_log_entry.dagster_event_type, r.event_log_entry.message)
