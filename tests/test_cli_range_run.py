@@ -75,3 +75,32 @@ def test_the_cli_range_run_stores_the_rows_of_the_in_process_run(tmp_path: Path)
             ]
             assert tables[0].num_rows > 0 or asset == "raw_sessions_quarantine", (asset, day)
             assert all(table.equals(tables[0]) for table in tables[1:]), (asset, day)
+
+
+WARM_UP_PROBE = """
+import multiprocessing.forkserver, sys
+started = []
+multiprocessing.forkserver.ensure_running = lambda: started.append("dagster" in sys.modules)
+from trajectory_pipeline.cli import main
+code = main(["materialize", "--select", "raw_sessions"] + sys.argv[1:])
+print(code, started)
+"""
+
+
+def test_our_cli_starts_the_fork_server_of_a_range_before_importing_dagster(tmp_path: Path) -> None:
+    """A range is days for the stages' workers: their fork server starts first, so its imports run
+    beside Dagster's (a single day stays in the step's process: no server)."""
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(tmp_path),
+        "TRAJECTORY_DATA_DIR": str(tmp_path / "warehouse"),
+        "TRAJECTORY_START_DATE": "2026-11-22",  # the days asked for come before it: refused, nothing run
+        "TRAJECTORY_WORKERS": "2",
+    }
+    seen = {}
+    for given in (["--partition-range", "2026-11-20...2026-11-21"], ["--partition", "2026-11-20"]):
+        probe = [sys.executable, "-c", WARM_UP_PROBE, *given]
+        done = subprocess.run(probe, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
+        seen[given[0]] = done.stdout.strip().splitlines()[-1]
+    # Refused (2) as the definitions load, after the range's server started: Dagster was not imported.
+    assert seen == {"--partition-range": "2 [False]", "--partition": "2 []"}
