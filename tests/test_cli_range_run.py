@@ -95,12 +95,25 @@ def test_our_cli_starts_the_fork_server_of_a_range_before_importing_dagster(tmp_
         "DAGSTER_HOME": str(tmp_path),
         "TRAJECTORY_DATA_DIR": str(tmp_path / "warehouse"),
         "TRAJECTORY_START_DATE": "2026-11-22",  # the days asked for come before it: refused, nothing run
-        "TRAJECTORY_WORKERS": "2",
     }
+    days = ["--partition-range", "2026-11-20...2026-11-21"]
     seen = {}
-    for given in (["--partition-range", "2026-11-20...2026-11-21"], ["--partition", "2026-11-20"]):
+    for name, given, workers in (
+        ("range", days, "2"),
+        ("day", ["--partition", "2026-11-20"], "2"),
+        ("range, bad TRAJECTORY_WORKERS", days, "many"),  # left for the run to report, as before
+    ):
         probe = [sys.executable, "-c", WARM_UP_PROBE, *given]
-        done = subprocess.run(probe, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
-        seen[given[0]] = done.stdout.strip().splitlines()[-1]
+        done = subprocess.run(
+            probe,
+            cwd=REPO_ROOT,
+            env={**env, "TRAJECTORY_WORKERS": workers},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "is before the first partition" in done.stderr, (name, done.stderr)
+        seen[name] = done.stdout.strip().splitlines()[-1]
     # Refused (2) as the definitions load, after the range's server started: Dagster was not imported.
-    assert seen == {"--partition-range": "2 [False]", "--partition": "2 []"}
+    assert seen == {"range": "2 [False]", "day": "2 []", "range, bad TRAJECTORY_WORKERS": "2 []"}

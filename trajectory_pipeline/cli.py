@@ -15,6 +15,7 @@ This is the project's entry point, the one core module allowed to reach the Dags
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 from trajectory_pipeline import blas, parallel, settings
@@ -130,8 +131,9 @@ def _run_graph(args: argparse.Namespace) -> int:
         if args.partition_range is not None:
             # Days for the stages' worker processes: their fork server imports the stages (~0.6 s)
             # beside this process's imports of Dagster and the definitions, not after them at the
-            # first step (7 days of a busy user's logs: 0.7 s of a 10 s run).
-            parallel.warm_up(parallel.default_workers())
+            # first step. A bad TRAJECTORY_WORKERS is the run's to report (its config may override it).
+            with contextlib.suppress(SettingError):
+                parallel.warm_up(parallel.default_workers())
         from assets.launch import run
 
         return run(args.select, args.job, args.partition, args.partition_range, args.config)

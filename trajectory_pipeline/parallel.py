@@ -116,7 +116,8 @@ def _imap_pool(
 
 def warm_up(workers: int) -> None:
     """Start the fork server now, so its imports overlap what the caller does before its tasks
-    (ingestion lists and plans the files first)."""
+    (ingestion lists and plans the files first; `trajectory-pipeline materialize` imports Dagster).
+    The server copies the environment as it starts: a variable set afterwards reaches no worker."""
     if workers > 1 and isinstance(_context(), multiprocessing.context.ForkServerContext):
         multiprocessing.forkserver.ensure_running()
 
