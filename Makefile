@@ -81,7 +81,7 @@ bench: install  ## ingestion, redaction, backfills, our trainer against mlx_lm.l
 	$(BIN)/python bench/bench_ingest.py --days 40 --scale 4 --repeat 3
 	$(BIN)/python bench/bench_redact.py
 	$(BIN)/python bench/bench_backfill.py --process-days 2 --repeat 2
-	$(BIN)/python bench/bench_backfill_cli.py --mixed-days 6 --scale 1 --repeat 1 --clis dagster  # a user's CLI range run, ~1 GB of own-agent logs (about 6 min)
+	$(BIN)/python bench/bench_backfill_cli.py --mixed-days 6 --scale 1 --repeat 1 --clis dagster  # a user's CLI range run, ~1 GB of own-agent logs (about 10 min: timed runs, then one memory run of each)
 	$(BIN)/python bench/bench_event_log.py --days 150 --repeat 3  # a stored Dagster event: Dagster's SQLite event log against the instance's
 	$(BIN)/python bench/bench_incremental.py
 	test -d data/artifacts/adapters || $(BIN)/trajectory-pipeline demo  # the model and data of the next four

@@ -17,10 +17,12 @@ bench/bench_ingest.py times the core functions only; this times what a user pays
 
 Two corpora, generated once and kept in `--scratch`: a busy user's own-agent logs (one file a
 day, `--tasks` short one-instruction tasks a day, tool results up to 2 KB: `CorpusSpec.own_agent_tasks`)
-and the mixed-format corpus of bench_ingest. Peak memory is the summed proportional set size (PSS)
-of the measured process and all its children, sampled every 50 ms; the CLI run is repeated on a
-corpus `--scale` times as long to show whether it stays flat. Medians of `--repeat` alternating
-runs; the section `bench_backfill_cli` of bench/RESULTS.md is rewritten.
+and the mixed-format corpus of bench_ingest. Seconds are medians of `--repeat` alternating runs
+with nothing watching them. Peak memory comes from one more run of each path: the summed
+proportional set size (PSS) of the measured process and all its children, sampled every 50 ms
+(sampling slows a run: bench/chain.py); the CLI run is repeated on a corpus `--scale` times as
+long to show whether it stays flat. The section `bench_backfill_cli` of bench/RESULTS.md is
+rewritten.
 
     python bench/bench_backfill_cli.py                               # 150 days x 1,200 tasks, ~0.95 GB
     python bench/bench_backfill_cli.py --days 10 --mixed-days 3 --scale 2 --repeat 1   # a quick look
@@ -122,7 +124,7 @@ def step_seconds(log: str) -> dict[str, float]:
 
 
 def measure_cli(
-    cli: str, corpus: Path, sources: tuple[str, ...], days: int, scratch: Path
+    cli: str, corpus: Path, sources: tuple[str, ...], days: int, scratch: Path, memory: bool
 ) -> dict[str, float]:
     """One CLI range run, in a fresh DAGSTER_HOME holding the project's dagster.yaml."""
     home = Path(tempfile.mkdtemp(prefix="home-", dir=scratch))
@@ -136,7 +138,7 @@ def measure_cli(
     command += ["--select", SELECT, "--partition-range", f"{keys[0]}...{keys[-1]}"]
     try:
         seconds, peak, stdout, stderr, status = watched(
-            command, child_env(corpus, sources, keys[0], home), cwd=REPO
+            command, child_env(corpus, sources, keys[0], home), REPO, memory
         )
         if status != 0:
             raise SystemExit(f"{' '.join(command)} failed ({status}):\n{stderr[-4000:]}")
@@ -145,24 +147,26 @@ def measure_cli(
             raise SystemExit(f"{cli}: {stored} days of decision_points stored, expected {days}")
     finally:
         shutil.rmtree(home, ignore_errors=True)
-    return {"seconds": seconds, "peak_tree_mib": peak, "steps": step_seconds(stdout + stderr)}  # type: ignore[dict-item]
+    result = {"seconds": seconds, "steps": step_seconds(stdout + stderr)}
+    return {**result, "peak_tree_mib": peak} if memory else result  # type: ignore[return-value]
 
 
 def measure_child(
-    kind: str, corpus: Path, sources: tuple[str, ...], days: int, scratch: Path
+    kind: str, corpus: Path, sources: tuple[str, ...], days: int, scratch: Path, memory: bool
 ) -> dict[str, float]:
     out = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=scratch))
     command = [sys.executable, __file__, "--child", kind, "--corpus", str(corpus), "--days", str(days)]
     command += ["--sources", ",".join(sources), "--out", str(out)]
     try:
         _, peak, stdout, stderr, status = watched(
-            command, child_env(corpus, sources, day_keys(days)[0]), cwd=REPO
+            command, child_env(corpus, sources, day_keys(days)[0]), REPO, memory
         )
     finally:
         shutil.rmtree(out, ignore_errors=True)
     if status != 0:
         raise SystemExit(f"{kind} failed ({status}):\n{stderr[-4000:]}")
-    return {**json.loads(stdout.strip().splitlines()[-1]), "peak_tree_mib": peak}
+    result = json.loads(stdout.strip().splitlines()[-1])
+    return {**result, "peak_tree_mib": peak} if memory else result
 
 
 def corpus_for(scratch: Path, name: str, spec: CorpusSpec, sources: tuple[str, ...]) -> tuple[Path, float]:
@@ -182,27 +186,34 @@ def bench_corpus(
     args: argparse.Namespace, scratch: Path, label: str, spec: CorpusSpec, sources: tuple[str, ...]
 ) -> dict[str, object]:
     """Floor, CLI run(s) and core, alternating, on one corpus (kept in --scratch; outputs go to
-    `scratch`); the CLI again at `--scale` x."""
+    `scratch`), each timed alone; then each once more for its peak memory (`chain.watched`: the
+    sampling would slow a timed run); the CLI again at `--scale` x, for its memory."""
     corpus, size = corpus_for(args.scratch, f"{label}-{spec.days}d", spec, sources)
     print(f"{label}: {size:,.0f} MB, {spec.days} days", flush=True)
     kinds = ["floor", *(f"cli:{cli}" for cli in args.clis), "core"]
+
+    def measure(kind: str, memory: bool) -> dict[str, float]:
+        if kind.startswith("cli:"):
+            return measure_cli(kind[4:], corpus, sources, spec.days, scratch, memory)
+        return measure_child(kind, corpus, sources, spec.days, scratch, memory)
+
     runs: dict[str, list[dict[str, float]]] = {kind: [] for kind in kinds}
     for _ in range(args.repeat):  # alternating, so every path sees the same machine load
         for kind in kinds:
-            if kind.startswith("cli:"):
-                result = measure_cli(kind[4:], corpus, sources, spec.days, scratch)
-            else:
-                result = measure_child(kind, corpus, sources, spec.days, scratch)
-            runs[kind].append(result)
-            print(f"  {kind}", json.dumps(result), flush=True)
+            runs[kind].append(measure(kind, memory=False))
+            print(f"  {kind}", json.dumps(runs[kind][-1]), flush=True)
+    peaks: dict[str, float] = {}
+    for kind in kinds:
+        peaks[kind] = measure(kind, memory=True)["peak_tree_mib"]
+        print(f"  {kind} memory: {peaks[kind]:.0f} MiB", flush=True)
     large: dict[str, object] = {}
     if args.scale > 1 and label == "own-agent":
         big_spec = replace(spec, days=spec.days * args.scale)
         big, big_size = corpus_for(args.scratch, f"{label}-{big_spec.days}d", big_spec, sources)
-        result = measure_cli(args.clis[0], big, sources, big_spec.days, scratch)
+        result = measure_cli(args.clis[0], big, sources, big_spec.days, scratch, memory=True)
         print(f"  cli x{args.scale}", json.dumps(result), flush=True)
         large = {"size": big_size, "days": big_spec.days, **result}
-    return {"label": label, "size": size, "days": spec.days, "runs": runs, "large": large}
+    return {"label": label, "size": size, "days": spec.days, "runs": runs, "peaks": peaks, "large": large}
 
 
 def report(args: argparse.Namespace, results: list[dict[str, object]]) -> str:
@@ -221,9 +232,11 @@ def report(args: argparse.Namespace, results: list[dict[str, object]]) -> str:
         "FIRST...LAST` (and the README's `trajectory-pipeline materialize` with the same arguments), "
         "each run a fresh process and a fresh DAGSTER_HOME with the project's dagster.yaml, against "
         "reading and orjson-parsing the same files in one loop (the floor) and the core functions "
-        "alone (`ingest_days`, `mine_days`, `cut_days`, no Dagster). Medians of "
-        f"{args.repeat} alternating runs; peak memory is the summed PSS of the process and all its "
-        "children, sampled every 50 ms.",
+        "alone (`ingest_days`, `mine_days`, `cut_days`, no Dagster). Seconds: medians of "
+        f"{args.repeat} alternating runs with nothing sampling them, as a user runs them; peak "
+        "memory: one more run of each path, the summed PSS of the process and all its children "
+        "sampled every 50 ms (the sampling costs the kernel about a fifth of a core, so those runs "
+        "are not timed; the x-scale row is such a run).",
         "",
         "| corpus | path | seconds | MB/s | fraction of the floor | peak PSS, all processes, MiB |",
         "| --- | --- | --- | --- | --- | --- |",
@@ -247,8 +260,8 @@ def report(args: argparse.Namespace, results: list[dict[str, object]]) -> str:
             rate, fraction = size / seconds, base / seconds
             return f"| {corpus} | {path} | {seconds:.1f} | {rate:.1f} | {fraction:.3f} | {peak:.0f} |"
 
-        floor_peak = max(r["peak_tree_mib"] for r in runs["floor"])
-        lines.append(row("orjson floor (one loop, one core)", floor_s, floor_peak, label))
+        peaks: dict[str, float] = result["peaks"]  # type: ignore[assignment]
+        lines.append(row("orjson floor (one loop, one core)", floor_s, peaks["floor"], label))
         for kind, cli_runs in runs.items():
             if not kind.startswith("cli:"):
                 continue
@@ -258,7 +271,7 @@ def report(args: argparse.Namespace, results: list[dict[str, object]]) -> str:
                 if kind == "cli:dagster"
                 else "`trajectory-pipeline materialize`"
             )
-            lines.append(row(f"CLI range run: {name}", cli_s, max(r["peak_tree_mib"] for r in cli_runs)))
+            lines.append(row(f"CLI range run: {name}", cli_s, peaks[kind]))
             share = (cli_s - core_s) / cli_s
             steps: dict[str, float] = cli_runs[len(cli_runs) // 2]["steps"]  # type: ignore[assignment]
             step_text = ", ".join(f"{step} {s:.1f} s" for step, s in steps.items())
@@ -268,7 +281,7 @@ def report(args: argparse.Namespace, results: list[dict[str, object]]) -> str:
                 f"= {share:.2f} ({cli_s - core_s:.1f} s); its steps: {step_text or 'none logged'}."
             )
         first = runs["core"][0]
-        lines.append(row("core only (no Dagster)", core_s, max(r["peak_tree_mib"] for r in runs["core"])))
+        lines.append(row("core only (no Dagster)", core_s, peaks["core"]))
         stages = [med(runs["core"], f"{stage}_seconds") for stage in ("ingest", "mining", "decision")]
         lines.append(
             f"| | ↳ ingest {stages[0]:.1f} s, mine {stages[1]:.1f} s, decision points {stages[2]:.1f} s; "
@@ -277,10 +290,10 @@ def report(args: argparse.Namespace, results: list[dict[str, object]]) -> str:
         )
         large: dict[str, float] = result["large"]  # type: ignore[assignment]
         if large:
-            peak_1x = max(r["peak_tree_mib"] for r in runs[f"cli:{args.clis[0]}"])
+            peak_1x = peaks[f"cli:{args.clis[0]}"]
             big = f"{result['label']} x{args.scale} ({large['size']:,.0f} MB, {large['days']:.0f} days)"
             lines.append(
-                f"| {big} | CLI range run, one run | {large['seconds']:.1f} | "
+                f"| {big} | CLI range run, one run, memory sampled | {large['seconds']:.1f} | "
                 f"{large['size'] / large['seconds']:.1f} | | {large['peak_tree_mib']:.0f} |"
             )
             flat = large["peak_tree_mib"] / peak_1x

@@ -6,8 +6,9 @@ nothing that reads the data can beat it. The pipeline is what a backfill of `raw
 `mined_trajectories` and `decision_points` runs over every day of the corpus, through the same
 core functions and on all cores: `ingest_days` (list, parse, redact, write Parquet), then
 `mine_days` and `cut_days` (each day read back, mined or cut, and written). Each measurement is
-its own process; its peak memory is sampled over the process *and its workers* together, and
-runs alternate so both sides see the same machine load.
+its own process, and runs alternate so both sides see the same machine load. Timed runs have
+nothing watching them; peak memory comes from one more run of each, sampled over the process
+*and its workers* together (sampling slows a run: bench/chain.py).
 
     python bench/bench_ingest.py --sessions 500 --days 40 --scale 4 --repeat 3
 """
@@ -43,17 +44,20 @@ def pipeline(corpus: Path, days: int, workers: int, out: Path) -> dict[str, floa
     return core_chain(roots, dates, workers, out)
 
 
-def measure(kind: str, corpus: Path, days: int, workers: int, scratch: Path) -> dict[str, float]:
-    """One measurement in a child process; peak PSS is sampled over it and its workers together."""
+def measure(
+    kind: str, corpus: Path, days: int, workers: int, scratch: Path, memory: bool
+) -> dict[str, float]:
+    """One measurement in a child process; with `memory`, peak PSS is sampled over it and its
+    workers together (and its timings, slowed by the sampling, are not the bench's)."""
     out = Path(tempfile.mkdtemp(prefix="bench-ingest-out-", dir=scratch))
     command = [sys.executable, __file__, "--child", kind, "--corpus", str(corpus), "--days", str(days)]
     command += ["--workers", str(workers), "--out", str(out)]
-    _, peak_mib, stdout, _, status = watched(command)
+    _, peak_mib, stdout, _, status = watched(command, memory=memory)
     shutil.rmtree(out, ignore_errors=True)
     if status != 0:
         raise SystemExit(f"{kind} run failed with exit status {status}")
     result = json.loads(stdout.strip().splitlines()[-1])
-    return {**result, "peak_tree_mib": peak_mib}
+    return {**result, "peak_tree_mib": peak_mib} if memory else result
 
 
 def corpus_for(scratch: Path, name: str, days: int, sessions: int) -> tuple[Path, float, float]:
@@ -115,12 +119,14 @@ def run(args: argparse.Namespace, scratch: Path) -> str:
     runs: dict[str, list[dict[str, float]]] = {"floor": [], "pipeline": []}
     for _ in range(args.repeat):  # alternating, so both see the same machine load
         for kind in runs:
-            runs[kind].append(measure(kind, corpus, args.days, args.workers, scratch))
+            runs[kind].append(measure(kind, corpus, args.days, args.workers, scratch, memory=False))
             print(kind, json.dumps(runs[kind][-1]), flush=True)
+    peaks = {kind: measure(kind, corpus, args.days, args.workers, scratch, memory=True) for kind in runs}
+    print("memory", json.dumps({kind: run["peak_tree_mib"] for kind, run in peaks.items()}), flush=True)
     big_days = args.days * args.scale
     big, big_size, big_made = corpus_for(scratch, f"corpus-{big_days}d", big_days, args.sessions)
     print(f"corpus x{args.scale}: {big_size:.0f} MB in {big_made:.0f} s", flush=True)
-    large = measure("pipeline", big, big_days, args.workers, scratch)
+    large = measure("pipeline", big, big_days, args.workers, scratch, memory=True)
     print("pipeline x4", json.dumps(large), flush=True)
 
     def med(kind: str, key: str) -> float:
@@ -129,7 +135,7 @@ def run(args: argparse.Namespace, scratch: Path) -> str:
     seconds, floor_seconds = med("pipeline", "seconds"), med("floor", "seconds")
     first = runs["pipeline"][0]
     ratio = floor_seconds / seconds
-    peak = max(r["peak_tree_mib"] for r in runs["pipeline"])
+    peak = peaks["pipeline"]["peak_tree_mib"]
     flat = large["peak_tree_mib"] / peak
     largest = max(large["peak_rss_mib"], large["peak_worker_rss_mib"])
     lines = [
@@ -141,15 +147,17 @@ def run(args: argparse.Namespace, scratch: Path) -> str:
         "",
         f"Corpus: {size:,.0f} MB of JSONL, {runs['floor'][0]['lines']:,.0f} lines, {args.days} days of "
         f"{args.sessions} sessions per source; medians of {args.repeat} alternating runs, each in a fresh "
-        f"process. The pipeline runs on {args.workers} worker processes; peak memory is sampled every "
-        "50 ms over a run's process and its workers together, as their summed proportional set size "
-        "(PSS: shared library pages counted once).",
+        f"process with nothing sampling it. The pipeline runs on {args.workers} worker processes; peak "
+        "memory comes from one more run of each path, sampled every 50 ms over its process and its "
+        "workers together, as their summed proportional set size (PSS: shared library pages counted "
+        "once; the sampling costs the kernel about a fifth of a core, so those runs are not timed, "
+        f"the {args.scale}x row excepted).",
         "",
         "| path | seconds | MB/s | rows/s | peak memory, all processes (PSS), MiB |",
         "| --- | --- | --- | --- | --- |",
         f"| orjson floor (one loop, one core) | {floor_seconds:.2f} | {size / floor_seconds:.0f} | "
         f"{runs['floor'][0]['lines'] / floor_seconds:,.0f} lines/s | "
-        f"{max(r['peak_tree_mib'] for r in runs['floor']):.0f} |",
+        f"{peaks['floor']['peak_tree_mib']:.0f} |",
         f"| pipeline: ingest + mine + cut | {seconds:.2f} | {size / seconds:.1f} | "
         f"{first['rows'] / seconds:,.0f} events/s | {peak:.0f} |",
         f"| ↳ ingest_days (parse, redact, write) | {med('pipeline', 'ingest_seconds'):.2f} | "
@@ -159,7 +167,8 @@ def run(args: argparse.Namespace, scratch: Path) -> str:
         f"{first['rows'] / med('pipeline', 'mining_seconds'):,.0f} events/s | |",
         f"| ↳ cut_days (decision points) | {med('pipeline', 'decision_seconds'):.2f} | | "
         f"{first['rows'] / med('pipeline', 'decision_seconds'):,.0f} events/s | |",
-        f"| pipeline on the {args.scale}x corpus ({big_size:,.0f} MB, {big_days} days, one run) | "
+        f"| pipeline on the {args.scale}x corpus ({big_size:,.0f} MB, {big_days} days, "
+        "one run, memory sampled) | "
         f"{large['seconds']:.2f} | {big_size / large['seconds']:.1f} | "
         f"{large['rows'] / large['seconds']:,.0f} events/s | {large['peak_tree_mib']:.0f} |",
         "",
