@@ -1,8 +1,10 @@
 """A day's partition holds exactly the sessions that started that day: whole, redacted, nothing else."""
 
+import dataclasses
 import datetime as dt
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -13,10 +15,12 @@ from trajectory_pipeline.ingest.days import (
     SourceUnreadableError,
     candidate_files,
     ingest_day,
+    ingest_days,
     matching_files,
     path_date,
 )
-from trajectory_pipeline.schema import EXCERPT_CHARS, TEXT_CAP_CHARS, parse_ts
+from trajectory_pipeline.ingest.formats import FORMATS
+from trajectory_pipeline.schema import EXCERPT_CHARS, TEXT_CAP_CHARS, BadLine, Event, parse_ts
 
 DAY = dt.date(2026, 11, 20)
 AWS_KEY = "AKIA" + "Q7" * 8  # built here so the file itself holds no key-shaped string
@@ -77,6 +81,46 @@ def test_files_that_cannot_hold_the_day_are_skipped_and_counted(tmp_path: Path) 
     assert {r["session_id"] for r in rows} == {"today"}
     assert stats.files_read == 1
     assert dict(stats.files_skipped) == {"modified_before_day": 1, "starts_after_day": 1, "path_date": 1}
+
+
+def test_a_chat_export_is_read_on_the_days_its_conversations_start_and_its_last_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its head bounds nothing, so the whole file is looked at once: a range reads it on those days
+    only (once per pass, however many of them the pass holds), and every other day counts it as
+    skipped."""
+    root = tmp_path / "chats"
+    root.mkdir()
+    lines = [
+        {
+            "id": f"c{day}",
+            "timestamp": f"2026-11-{day}T10:00:00Z",
+            "messages": [{"role": "user", "content": "hi"}],
+        }
+        for day in (16, 20)
+    ]
+    path = root / "export.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    last = parse_ts("2026-11-23T12:00:00Z") / 1e6
+    os.utime(path, (last, last))
+    parses: list[Path] = []
+    chat = FORMATS["chat_jsonl"]
+
+    def counted(path: Path, max_line_bytes: int) -> Iterator[Event | BadLine]:
+        parses.append(path)
+        return chat.parse(path, max_line_bytes=max_line_bytes)
+
+    monkeypatch.setitem(FORMATS, "chat_jsonl", dataclasses.replace(chat, parse=counted))
+    days = [dt.date(2026, 11, day) for day in range(15, 26)]
+    outputs = {day: (tmp_path / f"e-{day}", tmp_path / f"q-{day}") for day in days}
+    stats = ingest_days([SourceRoot("chat_jsonl", root)], outputs, chunk_days=7)
+    read = {16: 1, 20: 1, 23: 1, 24: 1}  # 23: its last write; 24: the day of slack after it
+    assert {day.day: stats[day].files_read for day in days if stats[day].files_read} == read
+    skipped = {"no_session_starts": 1}
+    assert {day.day for day in days if stats[day].files_skipped == skipped} == {15, 17, 18, 19, 21, 22}
+    assert {day.day for day in days if stats[day].files_skipped == {"modified_before_day": 1}} == {25}
+    assert {day.day: stats[day].rows for day in days if stats[day].rows} == {16: 1, 20: 1}
+    assert len(parses) == 2, "one parse in each of the two passes (days 15-21 and 22-25)"
 
 
 def test_a_file_in_the_wrong_folder_is_reported_and_parsed_by_its_own_parser(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ import os
 import re
 import stat
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
@@ -71,9 +71,10 @@ _PATH_DATE = re.compile(r"(\d{4})[-/](\d{2})[-/](\d{2})")
 REDACTED_FIELDS = ("text", "tool_input", "cwd")
 
 # The most days one pass holds writers open for. A file whose sessions may start in two passes'
-# days is parsed by both (a chat export, whose head bounds nothing, by every pass up to its last
-# write): a 40-day range in 7-day passes parses 1.40 times its bytes, in two 20-day passes 1.08
-# times. But a pass's memory grows by about 3 MiB per open day (writers, statistics), and two
+# days is parsed by both: a 40-day range in 7-day passes parsed 1.40 times its bytes, in two
+# 20-day passes 1.08 times, most of it chat exports, whose head bounds nothing (read by every
+# pass up to their last write until `session_starts` narrowed them to their conversations'
+# days). But a pass's memory grows by about 3 MiB per open day (writers, statistics), and two
 # 20-day passes on two cores took the bench past 1 GiB for a few percent of speed.
 CHUNK_DAYS = 7
 # Rows a day's writer holds before writing them out, and what all the writers of a pass may hold
@@ -92,6 +93,7 @@ STARTS_AFTER_DAY = "starts_after_day"
 WRONG_SOURCE_FOLDER = "wrong_source_folder"
 UNRECOGNIZED_FORMAT = "unrecognized_format"
 UNREADABLE_FILE = "unreadable_file"
+NO_SESSION_STARTS = "no_session_starts"  # the file was read through: none of its sessions starts that day
 # A parser that raised past its own per-record guard: what it gave before stays, the rest of the
 # file is not read, and this row (line 0, the exception and the last line read) says so.
 PARSER_FAILED = "parser_failed"
@@ -293,10 +295,14 @@ _EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
 Verdict = tuple[str | None, int, int]  # (why the file is skipped, or None: it is read), first day, last day
 
 
-def _verdicts(source: str, path: Path, mtime_us: int, first: int, last: int) -> list[Verdict]:
+def _verdicts(
+    source: str, path: Path, mtime_us: int, first: int, last: int, max_line_bytes: int = MAX_LINE_BYTES
+) -> list[Verdict]:
     """Which days of [first, last] (day indexes) must read the file (reason None), and why the
     others need not, as (reason, lo, hi) spans: every check rules out a run of days, so a range
-    of any length costs one look at the file (its head at most).
+    of any length costs one look at the file (its head at most; the whole file for a format whose
+    head bounds nothing, `session_starts`, where the days left are those its sessions start on
+    and its last write's and the next, where rows without a session land).
     """
     # A session starting on day d writes on or after it; a day of slack covers agents that write
     # local times without a zone (read as UTC), which can put a start after the mtime.
@@ -308,6 +314,20 @@ def _verdicts(source: str, path: Path, mtime_us: int, first: int, last: int) -> 
         d = day_index(dated)
         spans += [(PATH_DATE, lo, min(hi, d - 2)), (PATH_DATE, max(lo, d + 2), hi)]
         lo, hi = max(lo, d - 1), min(hi, d + 1)
+    session_starts = FORMATS[source].session_starts
+    if lo <= hi and session_starts is not None:
+        try:
+            starts = session_starts(path, max_line_bytes)
+        except OSError:
+            raise
+        except Exception:  # the file cannot be looked at: read it for every day (parsing reports it)
+            starts = None
+        if starts is not None:
+            # and the last write's day, where rows without a session land, with the day of slack
+            # above: a file written again before it is parsed may give that day the fallback start
+            days = {start // DAY_US for start in starts} | {last_write - 1, last_write}
+            spans += _runs_of(lo, hi, lambda day: None if day in days else NO_SESSION_STARTS)
+            return [span for span in spans if span[1] <= span[2]]
     if lo <= hi:
         try:
             earliest = FORMATS[source].earliest_start(path)
@@ -320,6 +340,18 @@ def _verdicts(source: str, path: Path, mtime_us: int, first: int, last: int) -> 
             lo = max(lo, earliest // DAY_US)
     spans.append((None, lo, hi))
     return [span for span in spans if span[1] <= span[2]]
+
+
+def _runs_of(lo: int, hi: int, reason_of: Callable[[int], str | None]) -> list[Verdict]:
+    """The days lo..hi as spans of one reason each."""
+    spans: list[Verdict] = []
+    for day in range(lo, hi + 1):
+        reason = reason_of(day)
+        if spans and spans[-1][0] == reason:
+            spans[-1] = (reason, spans[-1][1], day)
+        else:
+            spans.append((reason, day, day))
+    return spans
 
 
 class _Texts:
@@ -674,12 +706,15 @@ def ingest_days(
         verdicts: list[Verdict] = []
         if file.problem is None:
             try:
-                verdicts = _verdicts(file.source, file.path, file.mtime_us, indexes[0], indexes[-1])
+                verdicts = _verdicts(
+                    file.source, file.path, file.mtime_us, indexes[0], indexes[-1], max_line_bytes
+                )
             except OSError as err:  # gone (or locked) since the listing: quarantined on its listed day
                 file = file._replace(problem=UNREADABLE_FILE, note=f"{err.strerror}: {file.location}")
         if file.problem is not None:
             verdicts = [(file.problem, indexes[0], indexes[-1])]
             planned.append((file, file.mtime_us // DAY_US, file.mtime_us // DAY_US))
+        read = False
         for reason, lo, hi in verdicts:
             a, b = bisect.bisect_left(indexes, lo), bisect.bisect_right(indexes, hi)
             if a < b:
@@ -687,7 +722,8 @@ def ingest_days(
                 tallies[reason][b] -= 1
                 if reason is None:
                     planned.append((file, lo, hi))
-                    read_bytes += file.size
+                    read = True
+        read_bytes += file.size if read else 0
     stats = {day: IngestStats(day.isoformat()) for day in days}
     for reason, tally in tallies.items():
         for day, count in zip(days, itertools.accumulate(tally), strict=False):
@@ -706,7 +742,7 @@ def ingest_days(
             _Chunk(
                 tuple(part),
                 tuple(outputs[day] for day in part),
-                tuple(f for f in planned if f[1] <= hi and f[2] >= lo),
+                _files_of(planned, lo, hi),
                 redactor,
                 max_line_bytes,
                 tuple(stores),
@@ -716,6 +752,23 @@ def ingest_days(
         for found in chunk_stats:
             _merge(stats[dt.date.fromisoformat(found.day)], found)
     return stats
+
+
+def _files_of(
+    planned: Sequence[tuple[CandidateFile, int, int]], lo: int, hi: int
+) -> tuple[tuple[CandidateFile, int, int], ...]:
+    """What a pass over the day indexes lo..hi reads, each file once: a file read on days apart (a
+    chat export's conversations, `session_starts`) is planned as a span per run of days, and is
+    parsed once per pass over all of them (its events reach only the days they start on)."""
+    files: list[tuple[CandidateFile, int, int]] = []
+    for file, first, last in planned:  # a file's spans come one after another, in day order
+        if first > hi or last < lo:
+            continue
+        if files and files[-1][0] is file:
+            files[-1] = (file, files[-1][1], last)
+        else:
+            files.append((file, first, last))
+    return tuple(files)
 
 
 def pass_count(days: int, chunk_days: int, workers: int) -> int:
@@ -733,8 +786,8 @@ def _balanced_parts(
     weigh about the same: the passes run side by side, and the heaviest decides when all are done.
 
     Days are not equal: a pass reads every file that may hold a session starting on one of its
-    days, so the earlier passes of a range also read the files that no head bounds (chat exports,
-    up to their last write), and busy days weigh more. A pass over positions p..q reads the files
+    days, so the earlier passes of a range also read the files that no head bounds (those read up
+    to their last write), and busy days weigh more. A pass over positions p..q reads the files
     with lo <= day q and hi >= day p: the bytes of files starting by q less those ended before p.
     """
     at = [day_index(day) for day in days]

@@ -21,7 +21,10 @@ A parser module exposes:
   quarantine row), and a BadLine whose reason is in `schema.REPAIR_REASONS` reports a line kept;
 - `earliest_start(path) -> int | None`: a cheap lower bound (µs UTC) on the start of any session
   whose events the file holds, read from its head, so a partition can skip files that cannot
-  hold its sessions.
+  hold its sessions;
+- `session_starts(path, max_line_bytes) -> set[int]`, optional, for a format whose head bounds
+  nothing (`earliest_start` None): every start (µs UTC) `parse` can give the file's sessions,
+  read without building events, so a range reads the file only in the passes of those days.
 
     from trajectory_pipeline.ingest.formats import FORMATS, detect_source
     FORMATS["codex"].variable      # "TRAJECTORY_CODEX_ROOT"
@@ -61,6 +64,7 @@ class SourceFormat:
     sniff: Callable[[Path, bytes], bool]
     parse: Callable[..., Iterator[Event | BadLine]]
     earliest_start: Callable[[Path], int | None]
+    session_starts: Callable[[Path, int], set[int]] | None = None
 
     @classmethod
     def from_module(cls, module: ModuleType) -> SourceFormat:
@@ -75,6 +79,7 @@ class SourceFormat:
             sniff=module.sniff,
             parse=module.parse,
             earliest_start=module.earliest_start,
+            session_starts=getattr(module, "session_starts", None),
         )
 
     @property

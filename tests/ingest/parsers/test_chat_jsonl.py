@@ -244,3 +244,36 @@ def test_sniff(tmp_path: Path, real_corpus: Path) -> None:
 
 def test_earliest_start_is_unknown(tmp_path: Path) -> None:
     assert chat_jsonl.earliest_start(write(tmp_path, [conversation(timestamp=TS)])) is None
+
+
+def test_session_starts_hold_every_start_parse_gives(tmp_path: Path) -> None:
+    """A range reads a chat file only on the days of `session_starts` (and its last write's): every
+    start a session or a quarantined line gets must be among them."""
+    records: list[dict[str, Any] | str] = [
+        conversation(id="a", timestamp="2025-05-02T10:00:00Z"),
+        "{oops",  # quarantined with the next session
+        conversation(id="b", created_at=1_746_500_000),  # 2025-05-06
+        conversation(id="c"),  # no time: the file's date
+        conversation(id="d", timestamp="1999-01-01T00:00:00Z"),  # not believed: the file's date
+        {"id": "e", "timestamp": "2025-05-09T08:00:00Z", "messages": []},  # broken, with its own time
+        conversation(id="f", metadata={"timestamp": "2025-05-03T23:59:59Z"}),
+        "[trailing",  # no session after it: the file's start
+    ]
+    path = write(tmp_path, records, "export_2025-05-01.jsonl")
+    os.utime(path, (1_747_000_000, 1_747_000_000))  # last written 2025-05-11
+    events, bad = parse(path)
+    given = {item.session_start for item in [*events, *bad] if item.session_start is not None}
+    starts = chat_jsonl.session_starts(path)
+    assert given <= starts
+    assert {start // 86_400_000_000 for start in given} == {start // 86_400_000_000 for start in starts}
+    day = {parse_ts(f"2025-05-{d:02d}T00:00:00Z") // 86_400_000_000 for d in (1, 2, 3, 6, 9)}
+    assert {start // 86_400_000_000 for start in starts} == day
+
+
+def test_session_starts_read_lines_as_parse_does(tmp_path: Path) -> None:
+    """Lines longer than the limit are quarantined, not sessions: neither their time counts."""
+    long = conversation(id="long", timestamp="2025-05-04T10:00:00Z", arguments="x" * 5_000)
+    path = write(tmp_path, [conversation(id="a", timestamp=TS), long], "chats.jsonl")
+    os.utime(path, (1_750_000_000, 1_750_000_000))
+    assert parse_ts("2025-05-04T10:00:00Z") in chat_jsonl.session_starts(path)
+    assert chat_jsonl.session_starts(path, max_line_bytes=2_000) == {parse_ts(TS), 1_750_000_000_000_000}
