@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 from trajectory_pipeline import parallel
 from trajectory_pipeline.config import knob
@@ -292,6 +292,7 @@ def day_index(day: dt.date) -> int:
 _EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
 
 
+_Found = TypeVar("_Found")
 Verdict = tuple[str | None, int, int]  # (why the file is skipped, or None: it is read), first day, last day
 
 
@@ -309,37 +310,37 @@ def _verdicts(
     last_write = mtime_us // DAY_US + 1
     spans: list[Verdict] = [(MODIFIED_BEFORE_DAY, max(first, last_write + 1), last)]
     lo, hi = first, min(last, last_write)
-    dated = path_date(path) if FORMATS[source].path_dated else None
+    spec = FORMATS[source]
+    dated = path_date(path) if spec.path_dated else None
     if dated is not None:
         d = day_index(dated)
         spans += [(PATH_DATE, lo, min(hi, d - 2)), (PATH_DATE, max(lo, d + 2), hi)]
         lo, hi = max(lo, d - 1), min(hi, d + 1)
-    session_starts = FORMATS[source].session_starts
-    if lo <= hi and session_starts is not None:
-        try:
-            starts = session_starts(path, max_line_bytes)
-        except OSError:
-            raise
-        except Exception:  # the file cannot be looked at: read it for every day (parsing reports it)
-            starts = None
-        if starts is not None:
-            # and the last write's day, where rows without a session land, with the day of slack
-            # above: a file written again before it is parsed may give that day the fallback start
-            days = {start // DAY_US for start in starts} | {last_write - 1, last_write}
-            spans += _runs_of(lo, hi, lambda day: None if day in days else NO_SESSION_STARTS)
-            return [span for span in spans if span[1] <= span[2]]
-    if lo <= hi:
-        try:
-            earliest = FORMATS[source].earliest_start(path)
-        except OSError:
-            raise
-        except Exception:  # the head cannot bound the file: read it for every day (parsing reports it)
-            earliest = None
+    starts = _looked(spec.session_starts, path, max_line_bytes) if lo <= hi and spec.session_starts else None
+    if starts is not None:
+        # The days its sessions start on, its last write's (rows without a session land there) and
+        # the day of slack above (a file written again before it is parsed may move its fallback
+        # start there).
+        days = {start // DAY_US for start in starts} | {last_write - 1, last_write}
+        spans += _runs_of(lo, hi, lambda day: None if day in days else NO_SESSION_STARTS)
+    else:
+        earliest = _looked(spec.earliest_start, path) if lo <= hi else None
         if earliest is not None:
             spans.append((STARTS_AFTER_DAY, lo, min(hi, earliest // DAY_US - 1)))
             lo = max(lo, earliest // DAY_US)
-    spans.append((None, lo, hi))
+        spans.append((None, lo, hi))
     return [span for span in spans if span[1] <= span[2]]
+
+
+def _looked(look: Callable[..., _Found], *args: object) -> _Found | None:
+    """What a look into the file finds, or None where it fails: the file is then read for every
+    day, and parsing reports what is wrong with it. A file that cannot be read raises OSError."""
+    try:
+        return look(*args)
+    except OSError:
+        raise
+    except Exception:
+        return None
 
 
 def _runs_of(lo: int, hi: int, reason_of: Callable[[int], str | None]) -> list[Verdict]:
