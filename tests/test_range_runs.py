@@ -22,10 +22,12 @@ from trajectory_pipeline import day_stages, parallel, settings
 from trajectory_pipeline.day_stages import DayEvents, cut_days, mine_days
 from trajectory_pipeline.decisions.points import (
     DECISION_SCHEMA,
+    EVENT_READ_COLUMNS,
     DecisionConfig,
     extract_decision_points,
     learnable,
 )
+from trajectory_pipeline.events import READ_COLUMNS, ordered_table
 from trajectory_pipeline.ingest.days import (
     DAY_US,
     CandidateFile,
@@ -42,6 +44,7 @@ from trajectory_pipeline.ingest.days import (
 from trajectory_pipeline.ingest.redact import Redactor
 from trajectory_pipeline.mining.attempts import TRAJECTORY_SCHEMA, MiningConfig, mine_trajectories
 from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
+from trajectory_pipeline.schema import EVENT_SCHEMA
 from trajectory_pipeline.settings import CHECKOUT
 
 END = dt.date(2026, 11, 22)
@@ -204,6 +207,35 @@ def test_a_day_cut_in_small_runs_is_the_day_cut_at_once(
     assert pq.read_table(runs.path).equals(pq.read_table(whole.path))
     assert runs._replace(path=whole.path, preview=None) == whole._replace(preview=None)
     pd.testing.assert_frame_equal(runs.preview, whole.preview)
+
+
+@pytest.mark.parametrize("some_sessions", [False, True])
+def test_a_day_read_a_column_at_a_time_is_the_day_read_and_ordered(
+    day_by_day: dict, tmp_path: Path, some_sessions: bool
+) -> None:
+    """The day stages read a day's events column by column into event order (each raw column held
+    alone beside the ordered ones); the table is the one ordering the whole read gives, over a day
+    stored in more than one file, for every session or some of them."""
+    day = next(day for day in DAYS if day_by_day[day][0].rows)
+    stored = pq.read_table(day_by_day[day][1] / f"e-{day}")
+    halves = [tmp_path / "a.parquet", tmp_path / "b.parquet"]  # a day of two files, rows in file order
+    pq.write_table(stored.slice(stored.num_rows // 2), halves[0])
+    pq.write_table(stored.slice(0, stored.num_rows // 2), halves[1])
+    files = tuple(str(path) for path in halves)
+    session_ids = sorted(set(stored.column("session_id").to_pylist()))
+    sessions = set(session_ids[::2]) if some_sessions else None
+    got = day_stages._read_ordered(files, (*EVENT_READ_COLUMNS, "not_stored"), sessions)
+    expected = ordered_table(day_stages._read(files), EVENT_READ_COLUMNS, sessions)
+    assert got.equals(expected, check_metadata=True)
+    assert len(set(got.column("session_id").to_pylist())) == (len(sessions) if sessions else len(session_ids))
+
+
+def test_an_empty_day_reads_as_an_empty_ordered_table(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.parquet"
+    pq.write_table(EVENT_SCHEMA.empty_table(), empty)
+    got = day_stages._read_ordered((str(empty),), READ_COLUMNS)
+    assert got.num_rows == 0 and got.column_names == [*READ_COLUMNS, "ordinal"]
+    assert day_stages._read_ordered((str(empty),), EVENT_READ_COLUMNS, set()).num_rows == 0
 
 
 def test_a_file_gone_since_the_listing_is_quarantined_and_the_rest_load(

@@ -15,9 +15,10 @@ second core saves, and the caller would hold them.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -35,11 +36,13 @@ from trajectory_pipeline.decisions.points import (
     EVENT_READ_COLUMNS,
     SET_ASIDE_REASONS,
     DecisionConfig,
-    decision_point_batches,
+    accepted_attempts,
+    accepted_sessions,
+    ordered_point_batches,
     set_aside_table,
 )
-from trajectory_pipeline.events import ORDER_COLUMNS, READ_COLUMNS
-from trajectory_pipeline.mining.attempts import TRAJECTORY_SCHEMA, MiningConfig, mine_table
+from trajectory_pipeline.events import ORDER_COLUMNS, READ_COLUMNS, event_rows
+from trajectory_pipeline.mining.attempts import TRAJECTORY_SCHEMA, MiningConfig, mine_ordered
 from trajectory_pipeline.parallel import imap_in_processes
 from trajectory_pipeline.parquet_io import BatchWriter, write_table_atomic
 
@@ -75,6 +78,40 @@ def _read(files: tuple[str, ...], columns: Sequence[str] | None = None) -> pa.Ta
     if columns is not None:
         columns = [name for name in dict.fromkeys(columns) if name in dataset.schema.names]
     return dataset.to_table(columns=columns)
+
+
+def _read_ordered(
+    files: tuple[str, ...], names: Sequence[str], sessions: Collection[str] | None = None
+) -> pa.Table:
+    """`ordered_table(_read(files), names, sessions)`, read a column at a time: the sort keys are
+    read and ordered first, then each column is taken into that order as it is read. Reading the
+    day first and ordering it held every column twice, the read and the ordered: a worker cutting a
+    mixed-format day (42k events) peaks 20 MiB lower, for about 15 ms more reading (2 % of its cut).
+    The files are opened once (a dataset scan per column cost 20 ms more a day)."""
+    with contextlib.ExitStack() as stack:
+        parts = [stack.enter_context(pq.ParquetFile(path)) for path in files]
+        schema = parts[0].schema_arrow
+
+        def column(name: str) -> pa.ChunkedArray:
+            # A row group at a time, as a dataset scan gives them: reading a file's column whole
+            # concatenates its row groups into one more copy (the CLI's peak: 15 MiB higher).
+            chunks = [
+                chunk
+                for part in parts
+                for group in range(part.num_row_groups)
+                for chunk in part.read_row_group(group, columns=[name]).column(0).chunks
+            ]
+            return pa.chunked_array(chunks, schema.field(name).type)
+
+        present = set(schema.names)
+        keys = pa.table({name: column(name) for name in ORDER_COLUMNS if name in present})
+        rows, ordinals = event_rows(keys, sessions)
+        del keys
+        keep = [name for name in dict.fromkeys(names) if name in present]
+        arrays = [column(name).take(rows) for name in keep]
+    fields = [*(schema.field(name) for name in keep), pa.field("ordinal", pa.int64())]
+    ordered = pa.schema(fields, metadata=schema.metadata)
+    return pa.Table.from_arrays([*arrays, pa.array(ordinals, pa.int64())], schema=ordered)
 
 
 class MinedDay(NamedTuple):
@@ -150,9 +187,9 @@ def _store(table: pa.Table, schema: pa.Schema, dest: Path) -> None:
 
 def _mine(task: _MineTask) -> MinedDay:
     # Arrow from file to file: only the columns mining reads, and no pandas frame of the events.
-    events = _read(task.day.files, READ_COLUMNS)
+    events = _read_ordered(task.day.files, READ_COLUMNS)
     landings: Counter[str] = Counter()
-    attempts = mine_table(events, task.config, landings)
+    attempts = mine_ordered(events, task.config, landings)
     _store(attempts, TRAJECTORY_SCHEMA, task.dest)
     head = attempts.slice(0, PREVIEW_ROWS).to_pandas()
     sessions = pc.count_distinct(events.column("session_id")).as_py() if events.num_rows else 0
@@ -168,12 +205,12 @@ def _mine(task: _MineTask) -> MinedDay:
 
 
 def _cut(task: _CutTask) -> DayPoints:
-    """Cut a day run by run (`decision_point_batches`), the learnable points written a row group at a
+    """Cut a day run by run (`ordered_point_batches`), the learnable points written a row group at a
     time and the summary added up run by run: the day's points are never all in memory."""
     attempts = _read(task.day.attempt_files)
-    events = _read(task.day.files, (*EVENT_READ_COLUMNS, *ORDER_COLUMNS))
-    batches = decision_point_batches(events, attempts, task.config, task.batch_events)
-    del events  # the batches let go of them once ordered
+    records = accepted_attempts(attempts, task.config)
+    events = _read_ordered(task.day.files, EVENT_READ_COLUMNS, accepted_sessions(records))
+    batches = ordered_point_batches(events, records, task.config, task.batch_events)
     summary = _CutSummary()
     schema = DECISION_SCHEMA.with_metadata(_pandas_metadata(DECISION_SCHEMA))
     pending: list[pa.Table] = []

@@ -193,15 +193,23 @@ def ordered_table(
     """
     present = set(events.column_names)
     keep = [name for name in dict.fromkeys(names) if name in present]
-    keys = events.select([name for name in ORDER_COLUMNS if name in present]).to_pandas()
+    rows, ordinals = event_rows(events, sessions)
+    return events.select(keep).take(rows).append_column("ordinal", pa.array(ordinals, pa.int64()))
+
+
+def event_rows(keys: pa.Table, sessions: Collection[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of a raw_sessions Arrow table in `ordered_table`'s order (only those of `sessions`,
+    when given), and each one's ordinal. Reads only the `ORDER_COLUMNS` of `keys`, so a caller
+    reading a day from Parquet can order its sort keys first and then take every other column as
+    it reads it (`day_stages`)."""
+    frame = keys.select([name for name in ORDER_COLUMNS if name in keys.column_names]).to_pandas()
     if sessions is None:
-        rows = np.arange(events.num_rows)
+        rows = np.arange(len(frame))
     else:  # ordinals count within a session, so the other sessions change nothing
-        rows = _rows_of_sessions(keys["session_id"], sessions)
-        keys = keys.take(rows)
-    order, ordinals = session_event_order(keys)
-    table = events.select(keep).take(rows[order])
-    return table.append_column("ordinal", pa.array(ordinals, pa.int64()))
+        rows = _rows_of_sessions(frame["session_id"], sessions)
+        frame = frame.take(rows)
+    order, ordinals = session_event_order(frame)
+    return rows[order], ordinals
 
 
 def session_starts(ordered: pa.Table) -> np.ndarray:

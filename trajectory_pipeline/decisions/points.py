@@ -521,17 +521,43 @@ def decision_point_batches(
     never holds the day's rows at all. The events are not referenced once ordered: a caller that
     lets go of its own reference frees them before the first run is cut."""
     _require_columns(events.column_names, EVENT_COLUMNS, "events")
+    records = accepted_attempts(attempts, config)
+    if records:
+        ordered = ordered_table(events, EVENT_READ_COLUMNS, accepted_sessions(records))
+        del events
+        yield from ordered_point_batches(ordered, records, config, batch_events_at_most)
+
+
+def accepted_attempts(attempts: pa.Table, config: DecisionConfig = DecisionConfig()) -> list[dict[str, Any]]:
+    """The attempts of the tiers cut (`config.included_tiers`), as records sorted by session and
+    first ordinal: what `ordered_point_batches` cuts."""
     _require_columns(attempts.column_names, ATTEMPT_COLUMNS, "attempts")
     tiers = pa.array(config.included_tiers, pa.string())
     accepted = ArrowEventLists(attempts.filter(pc.is_in(attempts.column("tier"), tiers)))
-    if not accepted.n:
-        return
     columns = [accepted.values(name) for name in ATTEMPT_COLUMNS]
     records = [dict(zip(ATTEMPT_COLUMNS, values, strict=True)) for values in zip(*columns, strict=True)]
     # as extract_decision_points' stable sort_values: Python's sort is stable too
     records.sort(key=lambda attempt: (attempt["session_id"], attempt["first_ordinal"]))
-    ordered = ordered_table(events, EVENT_READ_COLUMNS, set(accepted.values("session_id")))
-    del events, accepted, columns
+    return records
+
+
+def accepted_sessions(records: list[dict[str, Any]]) -> set[str]:
+    """The sessions of `accepted_attempts`: the only events cutting reads."""
+    return {attempt["session_id"] for attempt in records}
+
+
+def ordered_point_batches(
+    ordered: pa.Table,
+    records: list[dict[str, Any]],
+    config: DecisionConfig = DecisionConfig(),
+    batch_events_at_most: int = CUT_BATCH_EVENTS,
+) -> Iterator[pa.Table]:
+    """`decision_point_batches` of the `accepted_attempts` `records`, their sessions' events given
+    already in event order (an `ordered_table` of `EVENT_READ_COLUMNS`, as the day stages read it
+    from Parquet a column at a time)."""
+    _require_columns(ordered.column_names, EVENT_COLUMNS, "events")
+    if not records:
+        return
     for batch, batch_events in _session_batches(ordered, records, batch_events_at_most):
         lists = ArrowEventLists(batch_events)
         rows = _decision_rows(lists, _EventView.from_lists(lists), batch, config)
