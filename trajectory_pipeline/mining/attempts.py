@@ -1173,21 +1173,7 @@ def mine_table(
     if not events.num_rows:
         return TRAJECTORY_SCHEMA.empty_table()
     _require_read_columns(events.column_names)
-    return mine_ordered(ordered_table(events, READ_COLUMNS), config, landings, batch_events_at_most)
-
-
-def mine_ordered(
-    ordered: pa.Table,
-    config: MiningConfig = MiningConfig(),
-    landings: Counter[str] | None = None,
-    batch_events_at_most: int = MINE_BATCH_EVENTS,
-) -> pa.Table:
-    """`mine_table` of events given already in event order (an `ordered_table` of `READ_COLUMNS`, as
-    the day stages read it from Parquet a column at a time)."""
-    if not ordered.num_rows:
-        return TRAJECTORY_SCHEMA.empty_table()
-    _require_read_columns(ordered.column_names)
-    runs = session_runs(ordered, batch_events_at_most)
+    runs = session_runs(ordered_table(events, READ_COLUMNS), batch_events_at_most)
     return _mine((ArrowEventLists(run) for run in runs), config, landings)
 
 
