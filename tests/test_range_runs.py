@@ -213,9 +213,9 @@ def test_a_day_cut_in_small_runs_is_the_day_cut_at_once(
 def test_a_day_read_a_column_at_a_time_is_the_day_read_and_ordered(
     day_by_day: dict, tmp_path: Path, some_sessions: bool
 ) -> None:
-    """The day stages read a day's events column by column into event order (each raw column held
-    alone beside the ordered ones); the table is the one ordering the whole read gives, over a day
-    stored in more than one file, for every session or some of them."""
+    """The cut reads a day's events column by column into event order (each raw column held alone
+    beside the ordered ones); the table is the one ordering the whole read gives, over a day stored
+    in more than one file, for every session or some of them."""
     day = next(day for day in DAYS if day_by_day[day][0].rows)
     stored = pq.read_table(day_by_day[day][1] / f"e-{day}")
     halves = [tmp_path / "a.parquet", tmp_path / "b.parquet"]  # a day of two files, rows in file order

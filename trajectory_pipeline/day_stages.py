@@ -88,8 +88,8 @@ def _read_ordered(
     day first and ordering it held every column twice, the read and the ordered: a worker cutting a
     mixed-format day (42k events) peaks 20 MiB lower, the run's peak (the cut) 30 MiB lower.
 
-    The cut's alone: a call per column and file costs 10 to 15 ms a day, 2 % of a day's cut but
-    10 % of its mining (150 days: mined_trajectories 25 -> 29 s), whose peak is not the run's.
+    Only the cut reads so: a call per column and file costs 10 to 15 ms a day, 2 % of a day's cut
+    but 10 % of its mining (150 days: mined_trajectories 25 -> 29 s), whose peak is not the run's.
     Dropping each column of a table read whole as it is taken held as much Arrow memory as this,
     but left the heap as high as before."""
     with contextlib.ExitStack() as stack:
