@@ -9,7 +9,6 @@ silently. Both are written by the Parquet IO manager, one file per day.
 """
 
 import datetime as dt
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -147,10 +146,9 @@ def _preview(spooled: SpooledParquet, columns: tuple[str, ...]) -> dg.MetadataVa
 
 
 def events_metadata(stats: IngestStats, spooled: SpooledParquet) -> dict[str, Any]:
-    sessions_by_source = Counter({source: len(ids) for source, ids in stats.sessions_by_source.items()})
     return {
         "sessions": stats.sessions,
-        "sessions_by_source": counter_md(sessions_by_source, ("source", "sessions")),
+        "sessions_by_source": counter_md(stats.sessions_by_source, ("source", "sessions")),
         "rows_by_source_and_kind": counter_md(stats.rows_by_source_kind, ("source", "kind", "rows")),
         "files_read": stats.files_read,
         "files_skipped": stats.files_skipped.total(),

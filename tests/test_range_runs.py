@@ -95,6 +95,17 @@ def test_a_range_over_two_processes_equals_each_day_alone(
     assert_same_days(day_by_day, ranged, tmp_path)
 
 
+def test_a_day_counts_each_session_once_by_source_as_its_events_hold_them(day_by_day: dict) -> None:
+    """A day's stats keep session counts, not ids: a session whose events come from several files
+    (sub-agents, copies) or with several events counts once, as the written events say."""
+    for day in DAYS:
+        stats, out, _ = day_by_day[day]
+        events = pq.read_table(out / f"e-{day}", columns=["source", "session_id"]).to_pylist()
+        distinct = {(row["source"], row["session_id"]) for row in events}
+        assert stats.sessions_by_source == Counter(source for source, _ in distinct), day
+        assert stats.sessions == len(distinct) < len(events)
+
+
 def test_days_not_asked_for_are_neither_written_nor_counted(corpus: list[SourceRoot], tmp_path: Path) -> None:
     wanted = [DAYS[0], DAYS[3]]  # a gap between them
     outputs = {day: (tmp_path / f"e-{day}", tmp_path / f"q-{day}") for day in wanted}

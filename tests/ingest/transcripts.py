@@ -275,8 +275,7 @@ def ingest(
         merged.repaired.update(stats.repaired)
         merged.duplicate_events += stats.duplicate_events
         merged.misassigned_files += stats.misassigned_files
-        for source, ids in stats.sessions_by_source.items():
-            merged.sessions_by_source.setdefault(source, set()).update(ids)
+        merged.sessions_by_source.update(stats.sessions_by_source)
     return merged, rows, bad
 
 

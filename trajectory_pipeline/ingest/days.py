@@ -137,7 +137,9 @@ class IngestStats:
     files_skipped: Counter[str] = field(default_factory=Counter)
     rows: int = 0
     rows_by_source_kind: Counter[tuple[str, str]] = field(default_factory=Counter)
-    sessions_by_source: dict[str, set[str]] = field(default_factory=dict)
+    # Sessions per source: counts, not ids. A day is written by one pass, which keeps its ids while
+    # it runs; a range run holds every day's stats until its end (a year: hundreds of thousands of ids).
+    sessions_by_source: Counter[str] = field(default_factory=Counter)
     quarantined: Counter[str] = field(default_factory=Counter)
     redactions: Counter[str] = field(default_factory=Counter)
     truncated_texts: int = 0
@@ -151,7 +153,7 @@ class IngestStats:
 
     @property
     def sessions(self) -> int:
-        return sum(len(ids) for ids in self.sessions_by_source.values())
+        return self.sessions_by_source.total()
 
 
 def day_bounds(day: dt.date) -> tuple[int, int]:
@@ -398,6 +400,7 @@ class _DayWriter:
         self.redactor = texts.redactor
         self.texts = texts
         self.stats = IngestStats(day.isoformat())
+        self._sessions: dict[str, set[str]] = {}  # ids by source, counted into the stats at the end
         self._copies: dict[tuple[str, str], _Copies] = {}  # by (source, session_id)
         self._file = -1  # which file (in reading order) the events now added come from
         self._shown_path = ""
@@ -477,10 +480,15 @@ class _DayWriter:
         self.events.add(item, len(item.text or "") + len(item.tool_input or ""))
         stats.rows += 1
         stats.rows_by_source_kind[(item.source, item.kind)] += 1
-        sessions = stats.sessions_by_source.get(item.source)
+        sessions = self._sessions.get(item.source)
         if sessions is None:
-            sessions = stats.sessions_by_source[item.source] = set()
+            sessions = self._sessions[item.source] = set()
         sessions.add(item.session_id)
+
+    def finished(self) -> IngestStats:
+        """The day's stats once its pass has read everything: its sessions counted."""
+        self.stats.sessions_by_source = Counter({source: len(ids) for source, ids in self._sessions.items()})
+        return self.stats
 
     def add_bad_line(self, bad: BadLine, shown_path: str) -> None:
         if bad.reason in REPAIR_REASONS:  # the line was kept: a repair to count, not a row
@@ -668,7 +676,7 @@ def _ingest_chunk(chunk: _Chunk) -> list[IngestStats]:
             _ingest_file(targets, file, texts, chunk.max_line_bytes)
         for store in chunk.stores:
             _ingest_store(writers, store, texts)
-    return [writer.stats for writer in writers.values()]
+    return [writer.finished() for writer in writers.values()]
 
 
 def ingest_days(
@@ -749,6 +757,9 @@ def ingest_days(
                 tuple(stores),
             )
         )
+    # The chunks hold every planned file; the plan's own tuples (one per file and span, a year of
+    # files: tens of megabytes) would otherwise stay for the whole run.
+    del planned
     for chunk_stats in parallel.map_in_processes(_ingest_chunk, chunks, workers if in_processes else 1):
         for found in chunk_stats:
             _merge(stats[dt.date.fromisoformat(found.day)], found)
@@ -833,8 +844,7 @@ def _merge(into: IngestStats, found: IngestStats) -> None:
     """What a chunk saw of a day, added to what the planning counted (files read and skipped)."""
     into.rows += found.rows
     into.rows_by_source_kind.update(found.rows_by_source_kind)
-    for source, ids in found.sessions_by_source.items():
-        into.sessions_by_source.setdefault(source, set()).update(ids)
+    into.sessions_by_source.update(found.sessions_by_source)  # a day's sessions come from one pass
     into.quarantined.update(found.quarantined)
     into.redactions.update(found.redactions)
     into.truncated_texts += found.truncated_texts
