@@ -30,7 +30,6 @@ from trajectory_pipeline.decisions.points import (
 from trajectory_pipeline.events import READ_COLUMNS, ordered_table
 from trajectory_pipeline.ingest.days import (
     DAY_US,
-    CandidateFile,
     SourceRoot,
     _balanced_parts,
     _verdicts,
@@ -485,11 +484,8 @@ def test_passes_in_processes_come_in_rounds_that_keep_every_worker_busy(
 ) -> None:
     assert pass_count(days, 7, workers) == passes
     span = [END - dt.timedelta(days=n) for n in range(days - 1, -1, -1)]
-    planned = [
-        (CandidateFile("own_agent", "own_agent", f"/{n}", 0, 100), day_index(day), day_index(day))
-        for n, day in enumerate(span)
-    ]
-    parts = _balanced_parts(span, planned, passes, chunk_days=7)
+    spans = [(100, day_index(day), day_index(day)) for day in span]
+    parts = _balanced_parts(span, spans, passes, chunk_days=7)
     assert len(parts) == passes and [day for part in parts for day in part] == span
 
 
@@ -497,8 +493,8 @@ def test_passes_split_a_range_by_what_they_read_not_by_days() -> None:
     days = [END - dt.timedelta(days=n) for n in range(9, -1, -1)]
     first = day_index(days[0])
 
-    def file(size: int, lo: int, hi: int) -> tuple[CandidateFile, int, int]:
-        return CandidateFile("claude_code", "claude_code", f"/f{size}-{lo}", 0, size), first + lo, first + hi
+    def file(size: int, lo: int, hi: int) -> tuple[int, int, int]:
+        return size, first + lo, first + hi
 
     # The last two days hold as much as the eight before; a file no head bounds is read by all.
     planned = [file(10, d, d) for d in range(8)] + [file(40, 8, 8), file(40, 9, 9), file(5, 0, 9)]

@@ -33,16 +33,18 @@ import math
 import os
 import re
 import stat
+from array import array
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from trajectory_pipeline import parallel
 from trajectory_pipeline.config import knob
 from trajectory_pipeline.ingest.formats import FORMATS
+from trajectory_pipeline.ingest.listing import CandidateFile, FileListing
 from trajectory_pipeline.ingest.parsers.lines import MAX_LINE_BYTES, read_head
 from trajectory_pipeline.ingest.redact import Redactor
 from trajectory_pipeline.ingest.stores import EventStore
@@ -166,30 +168,14 @@ class SourceUnreadableError(Exception):
     """A folder under a source root cannot be listed: ingesting around it would lose data silently."""
 
 
-class CandidateFile(NamedTuple):
-    source: str  # the format the file is read as (sniffed), or its root's when unrecognized
-    placed_under: str  # the source whose root the file was found under
-    # The file's path as a string: a range run holds one per file listed, and a Path object with
-    # its parsed parts takes three times the memory (a year of files, tens of megabytes).
-    location: str
-    mtime_us: int
-    size: int
-    problem: str | None = None  # a reason to quarantine the whole file instead of reading it
-    note: str = ""
-
-    @property
-    def path(self) -> Path:
-        return Path(self.location)
-
-
-def candidate_files(roots: Sequence[SourceRoot]) -> list[CandidateFile]:
+def candidate_files(roots: Sequence[SourceRoot]) -> FileListing:
     """Every file under the roots that matches its parser's patterns, sniffed, in a stable order.
 
     A file reachable twice (overlapping roots, symlinks) is listed once, by inode. A folder
     that cannot be listed raises SourceUnreadableError rather than being skipped.
     """
-    seen: set[tuple[int, int]] = set()
-    found = []
+    seen: set[int] = set()  # device and inode as one int: a tuple each took twice the memory
+    found = FileListing()
     for root in roots:
         for path in matching_files(root):
             try:
@@ -197,9 +183,10 @@ def candidate_files(roots: Sequence[SourceRoot]) -> list[CandidateFile]:
             except OSError as err:  # a dangling link, or a file deleted since the listing
                 found.append(_unreadable(root.source, path, err))
                 continue
-            if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) in seen:
+            inode = info.st_dev << 64 | info.st_ino
+            if not stat.S_ISREG(info.st_mode) or inode in seen:
                 continue
-            seen.add((info.st_dev, info.st_ino))
+            seen.add(inode)
             found.append(_sniffed(root.source, path, info.st_mtime_ns // 1000, info.st_size))
     return found
 
@@ -628,8 +615,11 @@ class _Chunk:
 
     days: tuple[dt.date, ...]
     outputs: tuple[tuple[Path, Path], ...]  # each day's events and quarantine files
-    # In listing order, each with the days [lo, hi] it is read for.
-    files: tuple[tuple[CandidateFile, int, int], ...]
+    # In listing order, each read for the days [first_days[k], last_days[k]]; as columns, as
+    # the listing is: the caller holds every pass's files until the last is done.
+    files: FileListing
+    first_days: array[int]
+    last_days: array[int]
     redactor: Redactor
     max_line_bytes: int
     stores: tuple[EventStore, ...] = ()
@@ -665,7 +655,7 @@ def _ingest_chunk(chunk: _Chunk) -> list[IngestStats]:
             )
             quarantine = stack.enter_context(BatchWriter(quarantine_path, QUARANTINE_SCHEMA, budget=budget))
             writers[day_index(day)] = _DayWriter(day, events, quarantine, texts)
-        for file, lo, hi in chunk.files:
+        for file, lo, hi in zip(chunk.files, chunk.first_days, chunk.last_days, strict=True):
             targets = {d: writer for d, writer in writers.items() if lo <= d <= hi}
             if not targets:
                 continue
@@ -702,16 +692,17 @@ def ingest_days(
         return {}
     redactor = redactor if redactor is not None else Redactor()
     files = candidate_files(roots) if files is None else files
+    listing = files if isinstance(files, FileListing) else FileListing(files)
     days = sorted(outputs)
     indexes = [day_index(day) for day in days]
-    if workers > 1 and sum(f.size for f in files if f.mtime_us // DAY_US >= indexes[0]) >= parallel_min_bytes:
+    if workers > 1 and listing.bytes_modified_since(indexes[0] * DAY_US) >= parallel_min_bytes:
         parallel.warm_up(workers)  # likely to run in processes: their start overlaps the planning
     # Per reason (None: read), +1/-1 at the first and past the last day of each span: a file
     # costs the same whether the range is a day or a year.
     tallies: dict[str | None, list[int]] = defaultdict(lambda: [0] * (len(days) + 1))
-    planned: list[tuple[CandidateFile, int, int]] = []
+    planned = _Plan(listing)
     read_bytes = 0
-    for file in files:
+    for position, file in enumerate(listing):
         verdicts: list[Verdict] = []
         if file.problem is None:
             try:
@@ -720,9 +711,10 @@ def ingest_days(
                 )
             except OSError as err:  # gone (or locked) since the listing: quarantined on its listed day
                 file = file._replace(problem=UNREADABLE_FILE, note=f"{err.strerror}: {file.location}")
+                planned.replaced[position] = file
         if file.problem is not None:
             verdicts = [(file.problem, indexes[0], indexes[-1])]
-            planned.append((file, file.mtime_us // DAY_US, file.mtime_us // DAY_US))
+            planned.add(position, file.mtime_us // DAY_US, file.mtime_us // DAY_US)
         read = False
         for reason, lo, hi in verdicts:
             a, b = bisect.bisect_left(indexes, lo), bisect.bisect_right(indexes, hi)
@@ -730,7 +722,7 @@ def ingest_days(
                 tallies[reason][a] += 1
                 tallies[reason][b] -= 1
                 if reason is None:
-                    planned.append((file, lo, hi))
+                    planned.add(position, lo, hi)
                     read = True
         read_bytes += file.size if read else 0
     stats = {day: IngestStats(day.isoformat()) for day in days}
@@ -745,42 +737,65 @@ def ingest_days(
     in_processes = workers > 1 and read_bytes >= parallel_min_bytes
     count = pass_count(len(days), chunk_days, workers if in_processes else 1)
     chunks = []
-    for part in _balanced_parts(days, planned, count, chunk_days):
-        lo, hi = day_index(part[0]), day_index(part[-1])
+    for part in _balanced_parts(days, planned.spans(), count, chunk_days):
+        chunk_files, first_days, last_days = planned.files_of(day_index(part[0]), day_index(part[-1]))
         chunks.append(
             _Chunk(
                 tuple(part),
                 tuple(outputs[day] for day in part),
-                _files_of(planned, lo, hi),
+                chunk_files,
+                first_days,
+                last_days,
                 redactor,
                 max_line_bytes,
                 tuple(stores),
             )
         )
-    # The chunks hold every planned file; the plan's own tuples (one per file and span, a year of
-    # files: tens of megabytes) would otherwise stay for the whole run.
-    del planned
     for chunk_stats in parallel.map_in_processes(_ingest_chunk, chunks, workers if in_processes else 1):
         for found in chunk_stats:
             _merge(stats[dt.date.fromisoformat(found.day)], found)
     return stats
 
 
-def _files_of(
-    planned: Sequence[tuple[CandidateFile, int, int]], lo: int, hi: int
-) -> tuple[tuple[CandidateFile, int, int], ...]:
-    """What a pass over the day indexes lo..hi reads, each file once: a file read on days apart (a
-    chat export's conversations, `session_starts`) is planned as a span per run of days, and is
-    parsed once per pass over all of them (its events reach only the days they start on)."""
-    files: list[tuple[CandidateFile, int, int]] = []
-    for file, first, last in planned:  # a file's spans come one after another, in day order
-        if first > hi or last < lo:
-            continue
-        if files and files[-1][0] is file:
-            files[-1] = (file, files[-1][1], last)
-        else:
-            files.append((file, first, last))
-    return tuple(files)
+class _Plan:
+    """The files a range run reads, one row per file and span of days it is read for, in listing
+    order (a file's spans one after another, in day order); positions in the listing, not files."""
+
+    def __init__(self, listing: FileListing) -> None:
+        self.listing = listing
+        self.positions = array("q")
+        self.first_days = array("q")
+        self.last_days = array("q")
+        self.replaced: dict[int, CandidateFile] = {}  # files found gone since the listing, as planned
+
+    def add(self, position: int, first: int, last: int) -> None:
+        self.positions.append(position)
+        self.first_days.append(first)
+        self.last_days.append(last)
+
+    def spans(self) -> list[tuple[int, int, int]]:
+        """(bytes, first day, last day) of each row."""
+        sizes = [self.listing.size(position) for position in self.positions]
+        return list(zip(sizes, self.first_days, self.last_days, strict=True))
+
+    def files_of(self, lo: int, hi: int) -> tuple[FileListing, array[int], array[int]]:
+        """What a pass over the day indexes lo..hi reads, each file once with its first and last
+        day: a file read on days apart (a chat export's conversations, `session_starts`) is planned
+        as a span per run of days, and is parsed once per pass over all of them (its events reach
+        only the days they start on)."""
+        positions: list[int] = []
+        first_days, last_days = array("q"), array("q")
+        for position, first, last in zip(self.positions, self.first_days, self.last_days, strict=True):
+            if first > hi or last < lo:
+                continue
+            if positions and positions[-1] == position:
+                last_days[-1] = last
+            else:
+                positions.append(position)
+                first_days.append(first)
+                last_days.append(last)
+        files = FileListing(self.replaced.get(position) or self.listing[position] for position in positions)
+        return files, first_days, last_days
 
 
 def pass_count(days: int, chunk_days: int, workers: int) -> int:
@@ -792,7 +807,7 @@ def pass_count(days: int, chunk_days: int, workers: int) -> int:
 
 
 def _balanced_parts(
-    days: list[dt.date], planned: Sequence[tuple[CandidateFile, int, int]], count: int, chunk_days: int
+    days: list[dt.date], spans: Sequence[tuple[int, int, int]], count: int, chunk_days: int
 ) -> list[list[dt.date]]:
     """At most `count` runs of consecutive days, each of at most `chunk_days`, whose files to read
     weigh about the same: the passes run side by side, and the heaviest decides when all are done.
@@ -803,8 +818,8 @@ def _balanced_parts(
     with lo <= day q and hi >= day p: the bytes of files starting by q less those ended before p.
     """
     at = [day_index(day) for day in days]
-    by_lo = sorted((lo, file.size) for file, lo, _ in planned)
-    by_hi = sorted((hi, file.size) for file, _, hi in planned)
+    by_lo = sorted((lo, size) for size, lo, _ in spans)
+    by_hi = sorted((hi, size) for size, _, hi in spans)
     sizes_by_lo = list(itertools.accumulate(size for _, size in by_lo))
     sizes_by_hi = list(itertools.accumulate(size for _, size in by_hi))
 
