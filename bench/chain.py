@@ -3,6 +3,7 @@
 floor(paths)                              # read and orjson-parse every line: nothing can beat it
 core_chain(roots, dates, workers, out)    # raw_sessions, mined_trajectories, decision_points
 resident(psutil.Process(pid))             # bytes: PSS on Linux, RSS elsewhere
+memory_met(peak_1x, peak_4x)              # the memory target: at most 512 MiB at both, flat
 watched(command)                          # wall s, peak PSS of its process tree (MiB), output
 watched(command, memory=False)            # the same, nothing sampled: run as a user runs it
 
@@ -26,6 +27,15 @@ from pathlib import Path
 from typing import Any
 
 MIB = 1024 * 1024
+# Issue 17's memory target for a backfill, at 1x and 4x its corpus: peak PSS of all its processes
+# at most this, and the larger run's peak within FLAT_WITHIN times the smaller's.
+PEAK_TARGET_MIB = 512
+FLAT_WITHIN = 1.25
+
+
+def memory_met(peak_1x: float, peak_large: float) -> bool:
+    """Whether peaks at 1x and at the larger corpus meet the target (`PEAK_TARGET_MIB`, flat)."""
+    return max(peak_1x, peak_large) <= PEAK_TARGET_MIB and peak_large / peak_1x < FLAT_WITHIN
 
 
 def floor(paths: Iterable[Path]) -> dict[str, float]:

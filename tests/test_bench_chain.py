@@ -45,3 +45,13 @@ def test_a_memory_run_samples_the_process_while_it_runs(monkeypatch: pytest.Monk
     assert (stdout.strip(), status) == ("held", 0)
     assert read
     assert peak >= 40
+
+
+@pytest.mark.parametrize(
+    ("peak_1x", "peak_large", "met"),
+    [(391, 436, True), (422, 539, False), (300, 400, False), (512, 512, True), (513, 500, False)],
+)
+def test_the_memory_target_is_512_mib_at_both_sizes_and_flat(
+    peak_1x: float, peak_large: float, met: bool
+) -> None:
+    assert chain.memory_met(peak_1x, peak_large) is met
