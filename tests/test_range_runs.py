@@ -29,7 +29,6 @@ from trajectory_pipeline.decisions.points import (
 )
 from trajectory_pipeline.events import READ_COLUMNS, ordered_table
 from trajectory_pipeline.ingest.days import (
-    DAY_US,
     SourceRoot,
     _balanced_parts,
     _verdicts,
@@ -43,7 +42,7 @@ from trajectory_pipeline.ingest.days import (
 from trajectory_pipeline.ingest.redact import Redactor
 from trajectory_pipeline.mining.attempts import TRAJECTORY_SCHEMA, MiningConfig, mine_trajectories
 from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
-from trajectory_pipeline.schema import EVENT_SCHEMA
+from trajectory_pipeline.schema import DAY_US, EVENT_SCHEMA
 from trajectory_pipeline.settings import CHECKOUT
 
 END = dt.date(2026, 11, 22)

@@ -217,6 +217,8 @@ _fromisoformat = dt.datetime.fromisoformat
 # strings give. An epoch number outside them (1e20, 1e308) is no time: parse_ts gives None.
 _MIN_SECONDS = (dt.datetime(1, 1, 1, tzinfo=dt.UTC) - _EPOCH).total_seconds()
 _MAX_SECONDS = (dt.datetime(9999, 12, 31, 23, 59, 59, tzinfo=dt.UTC) - _EPOCH).total_seconds()
+# A day in the unit of every timestamp (µs since the epoch): the day of `ts` is `ts // DAY_US`.
+DAY_US = 86_400 * 1_000_000
 # Sessions cannot start before this: a 1970 or epoch-0 time is a clock that was not set.
 EARLIEST_PLAUSIBLE_TS = 1_420_070_400_000_000  # 2015-01-01T00:00:00Z
 

@@ -50,6 +50,7 @@ from trajectory_pipeline.ingest.redact import Redactor
 from trajectory_pipeline.ingest.stores import EventStore
 from trajectory_pipeline.parquet_io import BatchWriter, SharedBudget
 from trajectory_pipeline.schema import (
+    DAY_US,
     DUPLICATE_SESSION,
     EVENT_SCHEMA,
     EXCERPT_CHARS,
@@ -61,8 +62,6 @@ from trajectory_pipeline.schema import (
     cap_text,
     excerpt,
 )
-
-DAY_US = 86_400 * 1_000_000
 
 # Sources whose tools write the session's (local) start date into the file path.
 # Local time may be a day off UTC, so a path date only rules a file out when it

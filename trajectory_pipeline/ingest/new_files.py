@@ -33,7 +33,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from trajectory_pipeline.ingest.days import DAY_US, SourceRoot, matching_files
+from trajectory_pipeline.ingest.days import SourceRoot, matching_files
+from trajectory_pipeline.schema import DAY_US
 
 HORIZON_DAYS = 7
 QUIET_SECONDS = 10 * 60

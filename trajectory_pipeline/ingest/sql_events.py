@@ -82,6 +82,7 @@ from trajectory_pipeline.config import knob
 from trajectory_pipeline.ingest.parsers.common import WrongFieldType, content_text
 from trajectory_pipeline.ingest.stores import StoreError
 from trajectory_pipeline.schema import (
+    DAY_US,
     EARLIEST_PLAUSIBLE_TS,
     IMPLAUSIBLE_TIMESTAMP,
     INVALID_UTF8,
@@ -133,7 +134,6 @@ _TRUE = frozenset({"true", "t", "yes", "y", "1"})
 _FALSE = frozenset({"false", "f", "no", "n", "0"})
 
 _FLOOR_DAY = dt.date(2015, 1, 1)  # EARLIEST_PLAUSIBLE_TS as a date
-_DAY_US = 86_400 * 1_000_000
 _EXCERPT_ROW_CHARS = 1_500
 
 
@@ -698,7 +698,7 @@ class _Reader:
                 day = dt.date.fromisoformat(text.strip()[:10])
             except ValueError:
                 continue
-            at = (day - dt.date(1970, 1, 1)).days * _DAY_US
+            at = (day - dt.date(1970, 1, 1)).days * DAY_US
             if self.lo_us <= at < self.hi_us:
                 message = f"ts: no row of session {session_id} has a readable time after 2015"
                 yield self._bad(row, WRONG_FIELD_TYPE, message, position, session_id, at)
@@ -828,7 +828,7 @@ def _row_text(columns: Sequence[str], row: Sequence[Any]) -> str:
 
 
 def _day_of(micros: int) -> dt.date:
-    return dt.date(1970, 1, 1) + dt.timedelta(days=micros // _DAY_US)
+    return dt.date(1970, 1, 1) + dt.timedelta(days=micros // DAY_US)
 
 
 def _hidden_url(url: str) -> str:

@@ -35,6 +35,7 @@ import orjson
 
 from trajectory_pipeline.ingest.parsers.lines import file_mtime_us, why_unreadable
 from trajectory_pipeline.schema import (
+    DAY_US,
     EARLIEST_PLAUSIBLE_TS,
     FILE_TOO_LARGE,
     IMPLAUSIBLE_TIMESTAMP,
@@ -197,7 +198,6 @@ def failure(err: Exception) -> tuple[str, str]:
 
 # --- timestamps ------------------------------------------------------------------------------
 
-DAY_US = 86_400 * 1_000_000
 _NO_LATEST = 2**62  # a file whose modification time cannot be read bounds no time from above
 
 
