@@ -33,9 +33,11 @@ PEAK_TARGET_MIB = 512
 FLAT_WITHIN = 1.25
 
 
-def memory_met(peak_1x: float, peak_large: float) -> bool:
-    """Whether peaks at 1x and at the larger corpus meet the target (`PEAK_TARGET_MIB`, flat)."""
-    return max(peak_1x, peak_large) <= PEAK_TARGET_MIB and peak_large / peak_1x < FLAT_WITHIN
+def memory_met(peak_1x: float, peak_large: float) -> tuple[float, bool]:
+    """The larger corpus's peak over the 1x one's, and whether both meet the target
+    (`PEAK_TARGET_MIB`, flat)."""
+    flat = peak_large / peak_1x if peak_1x > 0 else float("inf")
+    return flat, max(peak_1x, peak_large) <= PEAK_TARGET_MIB and flat < FLAT_WITHIN
 
 
 def floor(paths: Iterable[Path]) -> dict[str, float]:

@@ -54,4 +54,5 @@ def test_a_memory_run_samples_the_process_while_it_runs(monkeypatch: pytest.Monk
 def test_the_memory_target_is_512_mib_at_both_sizes_and_flat(
     peak_1x: float, peak_large: float, met: bool
 ) -> None:
-    assert chain.memory_met(peak_1x, peak_large) is met
+    assert chain.memory_met(peak_1x, peak_large) == (peak_large / peak_1x, met)
+    assert chain.memory_met(0, peak_large) == (float("inf"), False)  # no 1x peak sampled

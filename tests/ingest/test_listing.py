@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import pickle
 import sys
+
+import pytest
 
 from trajectory_pipeline.ingest.listing import CandidateFile, FileListing
 
@@ -25,9 +28,19 @@ def test_a_listing_gives_back_its_files_in_order() -> None:
     assert listing[1:3] == FILES[1:3] and isinstance(listing[1:3], FileListing)
     assert listing.take([3, 0]) == [FILES[3], FILES[0]]
     assert listing != FILES[:3] and FileListing() == []
+    for outside in (-5, 4):
+        with pytest.raises(IndexError):
+            listing[outside]
     assert [listing.size(k) for k in range(4)] == [file.size for file in FILES]
     assert listing.bytes_modified_since(1_700_000_100_000_000) == 2**40
     assert listing.bytes_modified_since(-5) == sum(file.size for file in FILES)
+
+
+def test_a_copied_listing_grows_alone() -> None:
+    listing = FileListing(FILES[:2])
+    copied = copy.copy(listing)
+    copied.append(FILES[2])
+    assert (len(listing), len(copied)) == (2, 3) and copied == FILES[:3]
 
 
 def test_a_listing_pickles_to_the_same_files() -> None:

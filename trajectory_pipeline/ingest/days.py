@@ -35,7 +35,7 @@ import re
 import stat
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
@@ -173,7 +173,7 @@ def candidate_files(roots: Sequence[SourceRoot]) -> FileListing:
     A file reachable twice (overlapping roots, symlinks) is listed once, by inode. A folder
     that cannot be listed raises SourceUnreadableError rather than being skipped.
     """
-    seen: set[int] = set()  # device and inode as one int: a tuple each took twice the memory
+    seen: set[int] = set()  # device and inode as one int (a tuple each took twice the memory)
     found = FileListing()
     for root in roots:
         for path in matching_files(root):
@@ -182,7 +182,7 @@ def candidate_files(roots: Sequence[SourceRoot]) -> FileListing:
             except OSError as err:  # a dangling link, or a file deleted since the listing
                 found.append(_unreadable(root.source, path, err))
                 continue
-            inode = info.st_dev << 64 | info.st_ino
+            inode = info.st_dev << 128 | info.st_ino  # inode numbers may be 128-bit (Windows, ReFS)
             if not stat.S_ISREG(info.st_mode) or inode in seen:
                 continue
             seen.add(inode)
@@ -385,7 +385,7 @@ class _DayWriter:
         self.quarantine = quarantine
         self.redactor = texts.redactor
         self.texts = texts
-        self.stats = IngestStats(day.isoformat())
+        self.stats = IngestStats(day.isoformat())  # its sessions counted only in `finished`
         self._sessions: dict[str, set[str]] = {}  # ids by source, counted into the stats at the end
         self._copies: dict[tuple[str, str], _Copies] = {}  # by (source, session_id)
         self._file = -1  # which file (in reading order) the events now added come from
@@ -772,10 +772,10 @@ class _Plan:
         self.first_days.append(first)
         self.last_days.append(last)
 
-    def spans(self) -> list[tuple[int, int, int]]:
+    def spans(self) -> Iterator[tuple[int, int, int]]:
         """(bytes, first day, last day) of each row."""
-        sizes = [self.listing.size(position) for position in self.positions]
-        return list(zip(sizes, self.first_days, self.last_days, strict=True))
+        sizes = (self.listing.size(position) for position in self.positions)
+        return zip(sizes, self.first_days, self.last_days, strict=True)
 
     def files_of(self, lo: int, hi: int) -> tuple[FileListing, array[int], array[int]]:
         """What a pass over the day indexes lo..hi reads, each file once with its first and last
@@ -806,7 +806,7 @@ def pass_count(days: int, chunk_days: int, workers: int) -> int:
 
 
 def _balanced_parts(
-    days: list[dt.date], spans: Sequence[tuple[int, int, int]], count: int, chunk_days: int
+    days: list[dt.date], spans: Iterable[tuple[int, int, int]], count: int, chunk_days: int
 ) -> list[list[dt.date]]:
     """At most `count` runs of consecutive days, each of at most `chunk_days`, whose files to read
     weigh about the same: the passes run side by side, and the heaviest decides when all are done.
@@ -817,8 +817,13 @@ def _balanced_parts(
     with lo <= day q and hi >= day p: the bytes of files starting by q less those ended before p.
     """
     at = [day_index(day) for day in days]
-    by_lo = sorted((lo, size) for size, lo, _ in spans)
-    by_hi = sorted((hi, size) for size, _, hi in spans)
+    by_lo: list[tuple[int, int]] = []
+    by_hi: list[tuple[int, int]] = []
+    for size, lo, hi in spans:  # (bytes, first day, last day) of each file and span it is read for
+        by_lo.append((lo, size))
+        by_hi.append((hi, size))
+    by_lo.sort()
+    by_hi.sort()
     sizes_by_lo = list(itertools.accumulate(size for _, size in by_lo))
     sizes_by_hi = list(itertools.accumulate(size for _, size in by_hi))
 

@@ -8,7 +8,7 @@ number, the rare problems by position) they take about half.
 
     listing = FileListing(files)          # any CandidateFiles, in order
     listing[i], len(listing), list(listing)
-    listing.take([3, 7])                  # those files, in that order: what one pass reads
+    listing.take([3, 7])                  # those files, in that order (a slice takes too)
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from typing import NamedTuple, overload
 class CandidateFile(NamedTuple):
     source: str  # the format the file is read as (sniffed), or its root's when unrecognized
     placed_under: str  # the source whose root the file was found under
-    location: str  # the file's path as a string
+    # The file's path as a string: a Path object with its parsed parts takes three times the memory.
+    location: str
     mtime_us: int
     size: int
     problem: str | None = None  # a reason to quarantine the whole file instead of reading it
@@ -74,8 +75,7 @@ class FileListing(Sequence[CandidateFile]):
     def __getitem__(self, index: int | slice) -> CandidateFile | FileListing:
         if isinstance(index, slice):
             return self.take(range(len(self))[index])
-        if index < 0:
-            index += len(self)
+        index = range(len(self))[index]  # a negative index counts from the end; out of range raises
         source, placed_under = self._formats[self._format_at[index]]
         problem, note = self._problems.get(index, (None, ""))
         location = self._locations[index]
@@ -96,8 +96,11 @@ class FileListing(Sequence[CandidateFile]):
     def __repr__(self) -> str:
         return f"FileListing({list(self)!r})"
 
+    def __copy__(self) -> FileListing:
+        return self.take(range(len(self)))  # its own columns, as a list's copy has its own slots
+
     def take(self, indexes: Iterable[int]) -> FileListing:
-        """The files at these positions, in this order: what one pass of a range run reads."""
+        """The files at these positions, in this order."""
         taken = FileListing()
         for index in indexes:
             taken.append(self[index])
