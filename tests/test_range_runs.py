@@ -11,6 +11,7 @@ import sys
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -28,6 +29,7 @@ from trajectory_pipeline.decisions.points import (
     learnable,
 )
 from trajectory_pipeline.events import READ_COLUMNS, ordered_table
+from trajectory_pipeline.ingest import days as days_module
 from trajectory_pipeline.ingest.days import (
     SourceRoot,
     _balanced_parts,
@@ -85,12 +87,35 @@ def test_a_range_in_one_pass_equals_each_day_alone(
     assert_same_days(day_by_day, ingest_days(corpus, outputs, chunk_days=chunk_days), tmp_path)
 
 
+@pytest.mark.parametrize("looks_in_processes", [False, True])
 def test_a_range_over_two_processes_equals_each_day_alone(
-    corpus: list[SourceRoot], day_by_day: dict, tmp_path: Path
+    corpus: list[SourceRoot],
+    day_by_day: dict,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    looks_in_processes: bool,
 ) -> None:
+    """The passes in processes, and with `looks_in_processes` the planning's looks into files too."""
+    if looks_in_processes:
+        monkeypatch.setattr(days_module, "PARALLEL_LOOK_FILES", 1)
+    mapped = record_process_maps(monkeypatch)
     outputs = {day: (tmp_path / f"e-{day}", tmp_path / f"q-{day}") for day in DAYS}
     ranged = ingest_days(corpus, outputs, workers=2, chunk_days=2, parallel_min_bytes=0)
     assert_same_days(day_by_day, ranged, tmp_path)
+    assert ("_looked_into_part" in mapped) is looks_in_processes
+
+
+def record_process_maps(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the functions handed to worker processes from now on (the maps still run)."""
+    names: list[str] = []
+    imap = parallel.imap_in_processes
+
+    def recorded(fn: Any, tasks: Any, workers: int) -> Any:
+        names.append(fn.__name__)
+        return imap(fn, tasks, workers)
+
+    monkeypatch.setattr(parallel, "imap_in_processes", recorded)
+    return names
 
 
 def test_a_day_counts_each_session_once_by_source_as_its_events_hold_them(day_by_day: dict) -> None:
@@ -247,16 +272,19 @@ def test_an_empty_day_reads_as_an_empty_ordered_table(tmp_path: Path) -> None:
     assert day_stages._read_ordered((str(empty),), EVENT_READ_COLUMNS, set()).num_rows == 0
 
 
+@pytest.mark.parametrize("looks_in_processes", [False, True])
 def test_a_file_gone_since_the_listing_is_quarantined_and_the_rest_load(
-    corpus: list[SourceRoot], tmp_path: Path
+    corpus: list[SourceRoot], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, looks_in_processes: bool
 ) -> None:
+    if looks_in_processes:
+        monkeypatch.setattr(days_module, "PARALLEL_LOOK_FILES", 1)
     files = candidate_files(corpus)
     gone = tmp_path / "gone.jsonl"
     gone.write_text("{}\n")
     files.append(files[0]._replace(location=str(gone), mtime_us=day_bounds(DAYS[0])[0]))
     gone.unlink()
     outputs = {day: (tmp_path / f"e-{day}", tmp_path / f"q-{day}") for day in DAYS}
-    stats = ingest_days(corpus, outputs, files=files)
+    stats = ingest_days(corpus, outputs, files=files, workers=2 if looks_in_processes else 1)
     assert stats[DAYS[0]].files_skipped["unreadable_file"] == 1
     assert stats[DAYS[0]].rows > 0
     bad = pq.read_table(tmp_path / f"q-{DAYS[0]}").to_pylist()

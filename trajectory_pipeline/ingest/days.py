@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 from trajectory_pipeline import parallel
 from trajectory_pipeline.config import knob
@@ -87,6 +87,10 @@ PASS_BUFFER_BYTES = 64 * 1024 * 1024
 # busy user's own-agent logs (6.5 MB a day) broke even at about 16 MB (3 days: 1.91 s in two
 # processes, 2.09 s in one; 6 days: 2.7 s against 3.9 s). The weekly retrain's range is above it.
 PARALLEL_MIN_BYTES = 16 * 1024 * 1024
+# Planning looks into every file that may hold a session of the range (`_verdicts`: its head, or
+# a chat export's whole body): 45,000 files of the bench's mixed corpus took 4.5 s of one core
+# while the workers waited. From this many files to look into, the workers look, in parts.
+PARALLEL_LOOK_FILES = 2048
 
 MODIFIED_BEFORE_DAY = "modified_before_day"
 PATH_DATE = "path_date"
@@ -701,16 +705,13 @@ def ingest_days(
     tallies: dict[str | None, list[int]] = defaultdict(lambda: [0] * (len(days) + 1))
     planned = _Plan(listing)
     read_bytes = 0
-    for position, file in enumerate(listing):
+    for position, file, look in _looks(listing, indexes[0], indexes[-1], max_line_bytes, workers):
         verdicts: list[Verdict] = []
-        if file.problem is None:
-            try:
-                verdicts = _verdicts(
-                    file.source, file.path, file.mtime_us, indexes[0], indexes[-1], max_line_bytes
-                )
-            except OSError as err:  # gone (or locked) since the listing: quarantined on its listed day
-                file = file._replace(problem=UNREADABLE_FILE, note=f"{err.strerror}: {file.location}")
-                planned.replaced[position] = file
+        if isinstance(look, _Gone):  # gone (or locked) since the listing: quarantined on its listed day
+            file = file._replace(problem=UNREADABLE_FILE, note=f"{look.strerror}: {file.location}")
+            planned.replaced[position] = file
+        else:
+            verdicts = look
         if file.problem is not None:
             verdicts = [(file.problem, indexes[0], indexes[-1])]
             planned.add(position, file.mtime_us // DAY_US, file.mtime_us // DAY_US)
@@ -754,6 +755,54 @@ def ingest_days(
         for found in chunk_stats:
             _merge(stats[dt.date.fromisoformat(found.day)], found)
     return stats
+
+
+class _Gone(NamedTuple):
+    """A file that could not be looked into since the listing: why (`OSError.strerror`)."""
+
+    strerror: str | None
+
+
+def _looked_into(file: CandidateFile, first: int, last: int, max_line_bytes: int) -> list[Verdict] | _Gone:
+    """`_verdicts` of a listed file (none for a file with a problem), or why it is gone."""
+    if file.problem is not None:
+        return []
+    try:
+        return _verdicts(file.source, file.path, file.mtime_us, first, last, max_line_bytes)
+    except OSError as err:
+        return _Gone(err.strerror)
+
+
+def _looked_into_part(task: tuple[FileListing, int, int, int]) -> list[list[Verdict] | _Gone]:
+    files, first, last, max_line_bytes = task
+    return [_looked_into(file, first, last, max_line_bytes) for file in files]
+
+
+def _looks(
+    listing: FileListing, first: int, last: int, max_line_bytes: int, workers: int
+) -> Iterator[tuple[int, CandidateFile, list[Verdict] | _Gone]]:
+    """Each listed file's position, the file and `_looked_into` it for the day indexes [first,
+    last], in listing order; the looks in `workers` processes from `PARALLEL_LOOK_FILES` files that
+    may hold a session of those days (those written since the day before `first`: the others are
+    ruled out by their time alone, without a look)."""
+    recent = listing.positions_modified_since((first - 1) * DAY_US)
+    if workers <= 1 or len(recent) < PARALLEL_LOOK_FILES:
+        for position, file in enumerate(listing):
+            yield position, file, _looked_into(file, first, last, max_line_bytes)
+        return
+    size = math.ceil(len(recent) / (workers * parallel.TASKS_PER_WORKER))  # one pool of workers
+    parts = [
+        (listing.take(recent[k : k + size]), first, last, max_line_bytes) for k in range(0, len(recent), size)
+    ]
+    found = itertools.chain.from_iterable(parallel.imap_in_processes(_looked_into_part, parts, workers))
+    upcoming = iter(recent)
+    next_recent = next(upcoming, None)
+    for position, file in enumerate(listing):
+        if position == next_recent:
+            next_recent = next(upcoming, None)
+            yield position, file, next(found)
+        else:
+            yield position, file, _looked_into(file, first, last, max_line_bytes)
 
 
 class _Plan:

@@ -34,6 +34,9 @@ class CandidateFile(NamedTuple):
         return Path(self.location)
 
 
+_NO_PROBLEM: tuple[str | None, str] = (None, "")
+
+
 class FileListing(Sequence[CandidateFile]):
     """CandidateFiles in listing order, a file built each time one is asked for."""
 
@@ -77,14 +80,18 @@ class FileListing(Sequence[CandidateFile]):
             return self.take(range(len(self))[index])
         index = range(len(self))[index]  # a negative index counts from the end; out of range raises
         source, placed_under = self._formats[self._format_at[index]]
-        problem, note = self._problems.get(index, (None, ""))
+        problem, note = self._problems.get(index, _NO_PROBLEM)
         location = self._locations[index]
         return CandidateFile(
             source, placed_under, location, self._mtimes[index], self._sizes[index], problem, note
         )
 
     def __iter__(self) -> Iterator[CandidateFile]:
-        return (self[index] for index in range(len(self)))
+        formats, problems = self._formats, self._problems
+        columns = zip(self._format_at, self._locations, self._mtimes, self._sizes, strict=True)
+        for index, (number, location, mtime_us, size) in enumerate(columns):
+            problem, note = problems.get(index, _NO_PROBLEM)
+            yield CandidateFile(*formats[number], location, mtime_us, size, problem, note)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sequence) or isinstance(other, str):
@@ -109,6 +116,10 @@ class FileListing(Sequence[CandidateFile]):
     def bytes_modified_since(self, mtime_us: int) -> int:
         """The bytes of the files written to at or after this time."""
         return sum(size for size, mtime in zip(self._sizes, self._mtimes, strict=True) if mtime >= mtime_us)
+
+    def positions_modified_since(self, mtime_us: int) -> array[int]:
+        """The positions of the files written to at or after this time, in order."""
+        return array("q", (k for k, mtime in enumerate(self._mtimes) if mtime >= mtime_us))
 
     def size(self, index: int) -> int:
         """The file's size, without building the file."""
