@@ -3,7 +3,7 @@
 floor(paths)                              # read and orjson-parse every line: nothing can beat it
 core_chain(roots, dates, workers, out)    # raw_sessions, mined_trajectories, decision_points
 resident(psutil.Process(pid))             # bytes: PSS on Linux, RSS elsewhere
-memory_met(peak_1x, peak_4x)              # the memory target: at most 512 MiB at both, flat
+memory_met(peak_1x, peak_4x)              # (4x / 1x, met): at most 512 MiB at both, and flat
 watched(command)                          # wall s, peak PSS of its process tree (MiB), output
 watched(command, memory=False)            # the same, nothing sampled: run as a user runs it
 

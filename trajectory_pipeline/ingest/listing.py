@@ -115,7 +115,7 @@ class FileListing(Sequence[CandidateFile]):
 
     def bytes_modified_since(self, mtime_us: int) -> int:
         """The bytes of the files written to at or after this time."""
-        return sum(size for size, mtime in zip(self._sizes, self._mtimes, strict=True) if mtime >= mtime_us)
+        return sum(self._sizes[k] for k in self.positions_modified_since(mtime_us))
 
     def positions_modified_since(self, mtime_us: int) -> array[int]:
         """The positions of the files written to at or after this time, in order."""
