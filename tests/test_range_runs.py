@@ -8,6 +8,7 @@ import pickle
 import platform
 import subprocess
 import sys
+from array import array
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -41,6 +42,7 @@ from trajectory_pipeline.ingest.days import (
     ingest_days,
     pass_count,
 )
+from trajectory_pipeline.ingest.listing import CandidateFile, FileListing
 from trajectory_pipeline.ingest.redact import Redactor
 from trajectory_pipeline.mining.attempts import TRAJECTORY_SCHEMA, MiningConfig, mine_trajectories
 from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
@@ -103,6 +105,47 @@ def test_a_range_over_two_processes_equals_each_day_alone(
     ranged = ingest_days(corpus, outputs, workers=2, chunk_days=2, parallel_min_bytes=0)
     assert_same_days(day_by_day, ranged, tmp_path)
     assert ("_looked_into_part" in mapped) is looks_in_processes
+
+
+def test_planning_parts_are_taken_only_when_asked_for_and_cover_the_files_in_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    files = [CandidateFile("own_agent", "own_agent", f"/logs/{k}.jsonl", k, k) for k in range(11)]
+    listing = FileListing(files)
+    taken: list[int] = []
+    take = FileListing.take
+    monkeypatch.setattr(FileListing, "take", lambda self, at: taken.append(len(at)) or take(self, at))
+    parts = days_module._LookParts(listing, array("q", [1, 2, 4, 5, 6, 9, 10]), 3, (7, 8, 9))
+    assert len(parts) == 3 and taken == []
+    assert [list(part[0]) for part in parts] == [
+        [files[1], files[2], files[4]],
+        [files[5], files[6], files[9]],
+        [files[10]],
+    ]
+    assert parts[-1] == parts[2] and parts[0][1:] == (7, 8, 9)
+    later = parts[1:]  # a pool's run of parts: still nothing taken for it
+    assert taken == [3, 3, 1, 1, 1, 3] and len(later) == 2 and list(later) == list(parts)[1:]
+    for outside in (3, -4):
+        with pytest.raises(IndexError):
+            parts[outside]
+    with pytest.raises(ValueError):
+        parts[::2]
+
+
+def test_every_worker_gets_a_part_to_look_into(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(days_module, "PARALLEL_LOOK_FILES", 4)
+    seen: list[int] = []
+    monkeypatch.setattr(  # looked in this process, part by part
+        parallel, "imap_in_processes", lambda fn, parts, workers: seen.append(len(parts)) or map(fn, parts)
+    )
+    files = [
+        CandidateFile("own_agent", "own_agent", str(tmp_path / f"{k}.jsonl"), DAY_US * 30, 1)
+        for k in range(5)
+    ]
+    looks = list(days_module._looks(FileListing(files), 30, 31, 1024, workers=3))
+    assert seen == [3]  # 5 files over 3 workers: parts of 2, not one of 4 and one of 1
+    assert [(position, file) for position, file, _ in looks] == list(enumerate(files))
+    assert all(isinstance(look, days_module._Gone) for _, _, look in looks)  # none of them exists
 
 
 def record_process_maps(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -278,6 +321,7 @@ def test_a_file_gone_since_the_listing_is_quarantined_and_the_rest_load(
 ) -> None:
     if looks_in_processes:
         monkeypatch.setattr(days_module, "PARALLEL_LOOK_FILES", 1)
+    mapped = record_process_maps(monkeypatch)
     files = candidate_files(corpus)
     gone = tmp_path / "gone.jsonl"
     gone.write_text("{}\n")
@@ -289,6 +333,7 @@ def test_a_file_gone_since_the_listing_is_quarantined_and_the_rest_load(
     assert stats[DAYS[0]].rows > 0
     bad = pq.read_table(tmp_path / f"q-{DAYS[0]}").to_pylist()
     assert [row["reason"] for row in bad if row["source_path"].endswith("gone.jsonl")] == ["unreadable_file"]
+    assert ("_looked_into_part" in mapped) is looks_in_processes
 
 
 def test_a_redactor_crosses_to_a_worker_with_its_options() -> None:

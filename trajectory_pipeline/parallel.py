@@ -24,6 +24,7 @@ import contextlib
 import ctypes
 import functools
 import gc
+import itertools
 import multiprocessing
 import multiprocessing.forkserver
 import os
@@ -125,7 +126,7 @@ def warm_up(workers: int) -> None:
 def _mentions_main(fn: Callable[..., object], tasks: Sequence[object]) -> bool:
     """Whether the function or a task refers to something defined in a script's `__main__` (a
     function, a partial of one, a class of the tasks): then the workers need that script."""
-    return any(b"__main__" in pickle.dumps(part) for part in (fn, *tasks))
+    return any(b"__main__" in pickle.dumps(part) for part in itertools.chain((fn,), tasks))  # one at a time
 
 
 @contextlib.contextmanager

@@ -36,6 +36,25 @@ def test_a_listing_gives_back_its_files_in_order() -> None:
     assert listing.bytes_modified_since(-5) == sum(file.size for file in FILES)
 
 
+def test_taking_files_keeps_each_files_format_and_problem_at_its_new_place() -> None:
+    listing = FileListing(FILES)
+    taken = listing.take([2, -1, 1, 2])
+    assert taken == [FILES[2], FILES[3], FILES[1], FILES[2]]
+    assert listing.take([]) == [] and listing.take(range(4)) == FILES
+    with pytest.raises(IndexError):
+        listing.take([0, 4])
+    taken.append(FILES[0])  # a taken listing numbers formats as its own, appended files too
+    assert taken[-1] == FILES[0] and len(listing) == 4
+
+
+def test_positions_modified_since_count_a_file_written_at_that_very_time() -> None:
+    listing = FileListing(FILES)
+    assert list(listing.positions_modified_since(1_700_000_200_000_000)) == [3]
+    assert list(listing.positions_modified_since(1_700_000_000_000_000)) == [0, 1, 3]
+    assert list(listing.positions_modified_since(1_700_000_000_000_001)) == [1, 3]
+    assert listing.bytes_modified_since(1_700_000_000_000_000) == 120 + 2**40
+
+
 def test_a_copied_listing_grows_alone() -> None:
     listing = FileListing(FILES[:2])
     copied = copy.copy(listing)

