@@ -107,6 +107,17 @@ def test_a_range_over_two_processes_equals_each_day_alone(
     assert ("_looked_into_part" in mapped) is looks_in_processes
 
 
+def test_the_looks_stay_in_the_caller_when_the_passes_will(
+    corpus: list[SourceRoot], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Too few bytes to ingest in processes: no fork server is started for the looks alone."""
+    monkeypatch.setattr(days_module, "PARALLEL_LOOK_FILES", 1)
+    mapped = record_process_maps(monkeypatch)
+    outputs = {day: (tmp_path / f"e-{day}", tmp_path / f"q-{day}") for day in DAYS}
+    ingest_days(corpus, outputs, workers=2, parallel_min_bytes=2**62)
+    assert "_looked_into_part" not in mapped
+
+
 def test_planning_parts_are_taken_only_when_asked_for_and_cover_the_files_in_order(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -328,7 +339,8 @@ def test_a_file_gone_since_the_listing_is_quarantined_and_the_rest_load(
     files.append(files[0]._replace(location=str(gone), mtime_us=day_bounds(DAYS[0])[0]))
     gone.unlink()
     outputs = {day: (tmp_path / f"e-{day}", tmp_path / f"q-{day}") for day in DAYS}
-    stats = ingest_days(corpus, outputs, files=files, workers=2 if looks_in_processes else 1)
+    workers = 2 if looks_in_processes else 1
+    stats = ingest_days(corpus, outputs, files=files, workers=workers, parallel_min_bytes=0)
     assert stats[DAYS[0]].files_skipped["unreadable_file"] == 1
     assert stats[DAYS[0]].rows > 0
     bad = pq.read_table(tmp_path / f"q-{DAYS[0]}").to_pylist()

@@ -89,7 +89,8 @@ PASS_BUFFER_BYTES = 64 * 1024 * 1024
 PARALLEL_MIN_BYTES = 16 * 1024 * 1024
 # Planning looks into every file that may hold a session of the range (`_verdicts`: its head, or
 # a chat export's whole body): 45,000 files of the bench's mixed corpus took 4.5 s of one core
-# while the workers waited. From this many files to look into, the workers look, in parts.
+# while the workers waited. From this many files to look into, the workers look, in parts, when
+# the range has PARALLEL_MIN_BYTES to read (else no fork server is started for the looks alone).
 PARALLEL_LOOK_FILES = 2048
 
 MODIFIED_BEFORE_DAY = "modified_before_day"
@@ -698,14 +699,20 @@ def ingest_days(
     listing = files if isinstance(files, FileListing) else FileListing(files)
     days = sorted(outputs)
     indexes = [day_index(day) for day in days]
-    if workers > 1 and listing.bytes_modified_since(indexes[0] * DAY_US) >= parallel_min_bytes:
-        parallel.warm_up(workers)  # likely to run in processes: their start overlaps the planning
+    # Likely to run in processes: the fork server's start overlaps the planning, whose looks into
+    # files go to the workers too. Otherwise the looks stay here, with no server to start for them.
+    likely_in_processes = (
+        workers > 1 and listing.bytes_modified_since(indexes[0] * DAY_US) >= parallel_min_bytes
+    )
+    if likely_in_processes:
+        parallel.warm_up(workers)
     # Per reason (None: read), +1/-1 at the first and past the last day of each span: a file
     # costs the same whether the range is a day or a year.
     tallies: dict[str | None, list[int]] = defaultdict(lambda: [0] * (len(days) + 1))
     planned = _Plan(listing)
     read_bytes = 0
-    for position, file, look in _looks(listing, indexes[0], indexes[-1], max_line_bytes, workers):
+    looking = workers if likely_in_processes else 1
+    for position, file, look in _looks(listing, indexes[0], indexes[-1], max_line_bytes, looking):
         verdicts: list[Verdict] = []
         if isinstance(look, _Gone):  # gone (or locked) since the listing: quarantined on its listed day
             file = file._replace(problem=UNREADABLE_FILE, note=f"{look.strerror}: {file.location}")
