@@ -829,13 +829,13 @@ def _looks(
     may hold a session of those days (those written since the day before `first`: the others are
     ruled out by their time alone, without a look)."""
     recent = listing.positions_modified_since((first - 1) * DAY_US)
-    if workers <= 1 or not recent or len(recent) < PARALLEL_LOOK_FILES:
+    if workers <= 1 or len(recent) < PARALLEL_LOOK_FILES:
         for position, file in enumerate(listing):
             yield position, file, _looked_into(file, first, last, max_line_bytes)
         return
     # Parts of at most PARALLEL_LOOK_FILES files, so what they find comes back in small pieces (parts
     # of a pool's worth, 11,000 files each of 182,000, were no faster), and at least one per worker.
-    size = max(1, min(PARALLEL_LOOK_FILES, -(-len(recent) // workers)))
+    size = min(PARALLEL_LOOK_FILES, -(-len(recent) // workers))
     parts = _LookParts(listing, recent, size, (first, last, max_line_bytes))
     found = itertools.chain.from_iterable(parallel.imap_in_processes(_looked_into_part, parts, workers))
     upcoming = iter(recent)
