@@ -14,6 +14,8 @@ bench/bench_ingest.py times the core functions only; this times what a user pays
 
 - the core: the functions behind those assets over the same days (`ingest_days`, `mine_days`,
   `cut_days`, as bench_ingest runs them), no Dagster. Dagster's share is (CLI - core) / CLI.
+- the CLI run and the core again over the same days with the sources' folders empty: what the
+  run costs with nothing to read, set against the time the target allows (3 x the floor).
 
 Two corpora, generated once and kept in `--scratch`: a busy user's own-agent logs (one file a
 day, `--tasks` short one-instruction tasks a day, tool results up to 2 KB: `CorpusSpec.own_agent_tasks`)
@@ -60,6 +62,7 @@ CLIS = ("dagster", "trajectory-pipeline")
 STEP_DONE = re.compile(r'Finished execution of step "([^"]+)" in ((?:[\d.]+(?:ms|h|m|s))+)\.')
 DURATION_PART = re.compile(r"([\d.]+)(ms|h|m|s)")
 UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+EMPTY = "empty:"  # a path run over the same days with no logs at all
 
 
 def day_keys(days: int) -> list[str]:
@@ -191,16 +194,24 @@ def bench_corpus(
     sampling would slow a timed run); the CLI again at `--scale` x, for its memory."""
     corpus, size = corpus_for(args.scratch, f"{label}-{spec.days}d", spec, sources)
     print(f"{label}: {size:,.0f} MB, {spec.days} days", flush=True)
+    # The same days with the sources' folders empty: what the run costs with nothing to read.
+    empty = scratch / f"{label}-empty"
+    for source in sources:
+        (empty / SOURCE_FOLDERS[source]).mkdir(parents=True, exist_ok=True)
     kinds = ["floor", *(f"cli:{cli}" for cli in args.clis), "core"]
 
     def measure(kind: str, memory: bool) -> dict[str, float]:
+        days = corpus
+        if kind.startswith(EMPTY):
+            kind, days = kind.removeprefix(EMPTY), empty
         if kind.startswith("cli:"):
-            return measure_cli(kind[4:], corpus, sources, spec.days, scratch, memory)
-        return measure_child(kind, corpus, sources, spec.days, scratch, memory)
+            return measure_cli(kind[4:], days, sources, spec.days, scratch, memory)
+        return measure_child(kind, days, sources, spec.days, scratch, memory)
 
-    runs: dict[str, list[dict[str, float]]] = {kind: [] for kind in kinds}
+    timed = [*kinds, f"{EMPTY}cli:{args.clis[0]}", f"{EMPTY}core"]
+    runs: dict[str, list[dict[str, float]]] = {kind: [] for kind in timed}
     for _ in range(args.repeat):  # alternating, so every path sees the same machine load
-        for kind in kinds:
+        for kind in timed:
             runs[kind].append(measure(kind, memory=False))
             print(f"  {kind}", json.dumps(runs[kind][-1]), flush=True)
     peaks: dict[str, float] = {}
@@ -288,6 +299,17 @@ def report(args: argparse.Namespace, results: list[dict[str, object]]) -> str:
             f"| | ↳ ingest {stages[0]:.1f} s, mine {stages[1]:.1f} s, decision points {stages[2]:.1f} s; "
             f"{first['rows']:,.0f} events, {first['attempts']:,.0f} attempts, "
             f"{first['decisions']:,.0f} decision points | | | | |"
+        )
+        empty_cli = med(runs[f"{EMPTY}cli:{args.clis[0]}"], "seconds")
+        empty_core = med(runs[f"{EMPTY}core"], "seconds")
+        lines.append(f"| | the same days with no logs: CLI range run | {empty_cli:.1f} | | | |")
+        lines.append(f"| | the same days with no logs: core only | {empty_core:.1f} | | | |")
+        budget, rest = 3 * floor_s, empty_cli - empty_core
+        notes.append(
+            f"{result['label']}, the same {result['days']} days with no logs at all: the CLI run takes "
+            f"{empty_cli:.1f} s, the core {empty_core:.1f} s of it and the rest (process start, imports, "
+            f"Dagster's bookkeeping of every day) {rest:.1f} s, where the target allows the whole run "
+            f"{budget:.1f} s (3 × the floor): the rest alone is {rest / budget:.2f} of it."
         )
         large: dict[str, float] = result["large"]  # type: ignore[assignment]
         if large:
