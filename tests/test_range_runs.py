@@ -297,6 +297,33 @@ def test_a_day_cut_in_small_runs_is_the_day_cut_at_once(
     pd.testing.assert_frame_equal(runs.preview, whole.preview)
 
 
+def test_a_day_without_an_accepted_attempt_is_cut_without_reading_its_events(
+    day_by_day: dict, tmp_path: Path
+) -> None:
+    """No accepted attempt, no decision point: the cut stores the day's empty table, as it did
+    after reading the day, and never opens the events."""
+    day = next(day for day in DAYS if day_by_day[day][0].rows)
+    events = DayEvents(day.isoformat(), (str(day_by_day[day][1] / f"e-{day}"),))
+    mined = next(mine_days([events], MiningConfig(), tmp_path))
+    cut = day_stages._cut(
+        day_stages._CutTask(
+            replace(events, attempt_files=(str(mined.path),)), DecisionConfig(), tmp_path / "cut", 10**9
+        )
+    )
+    assert cut.rows > 0
+    attempts = pq.read_table(mined.path)
+    included = pa.array(DecisionConfig().included_tiers)
+    refused = attempts.filter(pa.compute.invert(pa.compute.is_in(attempts.column("tier"), included)))
+    assert refused.num_rows > 0
+    pq.write_table(refused, tmp_path / "refused.parquet")
+    gone = DayEvents(events.key, (str(tmp_path / "gone.parquet"),), (str(tmp_path / "refused.parquet"),))
+    got = day_stages._cut(day_stages._CutTask(gone, DecisionConfig(), tmp_path / "none", 10**9))
+    assert (got.rows, got.extracted, got.included_attempts, got.by_tool) == (0, 0, 0, {})
+    assert set(got.set_aside.values()) == {0} and got.preview.empty
+    stored = pq.read_table(got.path)
+    assert stored.num_rows == 0 and stored.schema.equals(pq.read_schema(cut.path), check_metadata=True)
+
+
 @pytest.mark.parametrize("some_sessions", [False, True])
 def test_a_day_read_a_column_at_a_time_is_the_day_read_and_ordered(
     day_by_day: dict, tmp_path: Path, some_sessions: bool

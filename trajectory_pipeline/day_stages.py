@@ -213,8 +213,10 @@ def _cut(task: _CutTask) -> DayPoints:
     time and the summary added up run by run: the day's points are never all in memory."""
     attempts = _read(task.day.attempt_files)
     records = accepted_attempts(attempts, task.config)
-    events = _read_ordered(task.day.files, EVENT_READ_COLUMNS, accepted_sessions(records))
-    batches = ordered_point_batches(events, records, task.config, task.batch_events)
+    batches: Iterator[pa.Table] = iter(())
+    if records:  # none accepted, no decision point: the day's events are not read again
+        events = _read_ordered(task.day.files, EVENT_READ_COLUMNS, accepted_sessions(records))
+        batches = ordered_point_batches(events, records, task.config, task.batch_events)
     summary = _CutSummary()
     schema = DECISION_SCHEMA.with_metadata(_pandas_metadata(DECISION_SCHEMA))
     pending: list[pa.Table] = []
