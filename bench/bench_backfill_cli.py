@@ -201,12 +201,12 @@ def bench_corpus(
     kinds = ["floor", *(f"cli:{cli}" for cli in args.clis), "core"]
 
     def measure(kind: str, memory: bool) -> dict[str, float]:
-        days = corpus
+        logs = corpus
         if kind.startswith(EMPTY):
-            kind, days = kind.removeprefix(EMPTY), empty
+            kind, logs = kind.removeprefix(EMPTY), empty
         if kind.startswith("cli:"):
-            return measure_cli(kind[4:], days, sources, spec.days, scratch, memory)
-        return measure_child(kind, days, sources, spec.days, scratch, memory)
+            return measure_cli(kind[4:], logs, sources, spec.days, scratch, memory)
+        return measure_child(kind, logs, sources, spec.days, scratch, memory)
 
     timed = [*kinds, f"{EMPTY}cli:{args.clis[0]}", f"{EMPTY}core"]
     runs: dict[str, list[dict[str, float]]] = {kind: [] for kind in timed}
