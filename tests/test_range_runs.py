@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -313,7 +314,7 @@ def test_a_day_without_an_accepted_attempt_is_cut_without_reading_its_events(
     assert cut.rows > 0
     attempts = pq.read_table(mined.path)
     included = pa.array(DecisionConfig().included_tiers)
-    refused = attempts.filter(pa.compute.invert(pa.compute.is_in(attempts.column("tier"), included)))
+    refused = attempts.filter(pc.invert(pc.is_in(attempts.column("tier"), included)))
     assert refused.num_rows > 0
     pq.write_table(refused, tmp_path / "refused.parquet")
     gone = DayEvents(events.key, (str(tmp_path / "gone.parquet"),), (str(tmp_path / "refused.parquet"),))
