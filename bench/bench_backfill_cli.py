@@ -47,7 +47,7 @@ from dataclasses import replace
 from pathlib import Path
 
 # bench/chain.py, beside this script
-from chain import PEAK_TARGET_MIB, core_chain, floor, memory_met, watched
+from chain import FLOOR_FRACTION_TARGET, PEAK_TARGET_MIB, core_chain, floor, memory_met, watched
 from sections import write_section  # bench/sections.py, beside this script
 
 from trajectory_pipeline.sample.corpus import SOURCE_FOLDERS, CorpusSpec, generate_corpus
@@ -287,10 +287,13 @@ def report(args: argparse.Namespace, results: list[dict[str, object]]) -> str:
             share = (cli_s - core_s) / cli_s
             steps: dict[str, float] = cli_runs[len(cli_runs) // 2]["steps"]  # type: ignore[assignment]
             step_text = ", ".join(f"{step} {s:.1f} s" for step, s in steps.items())
+            fraction = floor_s / cli_s
             notes.append(
-                f"{result['label']}, {name}: **{floor_s / cli_s:.3f} of the floor** (target ≥ 0.333: "
-                f"{'met' if floor_s / cli_s >= 1 / 3 else 'not met'}); Dagster's share (CLI - core) / CLI "
-                f"= {share:.2f} ({cli_s - core_s:.1f} s); its steps: {step_text or 'none logged'}."
+                f"{result['label']}, {name}: **{fraction:.3f} of the floor** "
+                f"(target ≥ {FLOOR_FRACTION_TARGET:.3f}: "
+                f"{'met' if fraction >= FLOOR_FRACTION_TARGET else 'not met'}); "
+                f"Dagster's share (CLI - core) / CLI = {share:.2f} ({cli_s - core_s:.1f} s); "
+                f"its steps: {step_text or 'none logged'}."
             )
         first = runs["core"][0]
         lines.append(row("core only (no Dagster)", core_s, peaks["core"]))
@@ -304,12 +307,13 @@ def report(args: argparse.Namespace, results: list[dict[str, object]]) -> str:
         empty_core = med(runs[f"{EMPTY}core"], "seconds")
         lines.append(f"| | the same days with no logs: CLI range run | {empty_cli:.1f} | | | |")
         lines.append(f"| | the same days with no logs: core only | {empty_core:.1f} | | | |")
-        budget, rest = 3 * floor_s, empty_cli - empty_core
+        budget, rest = floor_s / FLOOR_FRACTION_TARGET, empty_cli - empty_core
         notes.append(
             f"{result['label']}, the same {result['days']} days with no logs at all: the CLI run takes "
             f"{empty_cli:.1f} s, the core {empty_core:.1f} s of it and the rest (process start, imports, "
             f"Dagster's bookkeeping of every day) {rest:.1f} s, where the target allows the whole run "
-            f"{budget:.1f} s (3 × the floor): the rest alone is {rest / budget:.2f} of it."
+            f"{budget:.1f} s ({1 / FLOOR_FRACTION_TARGET:.0f} × the floor): "
+            f"the rest alone is {rest / budget:.2f} of it."
         )
         large: dict[str, float] = result["large"]  # type: ignore[assignment]
         if large:

@@ -27,6 +27,9 @@ from pathlib import Path
 from typing import Any
 
 MIB = 1024 * 1024
+# Issue 17's throughput target for a backfill: at least this fraction of the orjson floor's
+# throughput on the same files, so a run may take the floor's time divided by it.
+FLOOR_FRACTION_TARGET = 1 / 3
 # Issue 17's memory target for a backfill, at 1x and 4x its corpus: peak PSS of all its processes
 # at most this, and the larger run's peak within FLAT_WITHIN times the smaller's.
 PEAK_TARGET_MIB = 512
