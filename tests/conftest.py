@@ -92,8 +92,8 @@ class DemoRun:
 DEMO_TIMEOUT_S = 1800
 # On one OpenBLAS thread: the tiny model's matrices are too small to split, and a second thread only
 # spins. Measured on two cores (12-07): the demo in 11m22s at 104% CPU against 11m36s at 191%, so
-# the rest of the suite keeps a core. Its numbers differ in the last digits (float sums in another
-# order); what the demo's tests assert does not depend on them.
+# the rest of the suite keeps a core. Its scores differ (float sums in another order train another
+# adapter: holdout pass rate 27.1 against 22.9 % in that pair); the demo's tests assert none of them.
 DEMO_ENV = {"OPENBLAS_NUM_THREADS": "1"}
 
 
@@ -105,7 +105,7 @@ class DemoLaunch:
     process: subprocess.Popen[bytes]
 
     def finished(self) -> DemoRun:
-        """The run, once the demo has exited (within DEMO_TIMEOUT_S of its start)."""
+        """The run, once the demo has exited (waiting at most DEMO_TIMEOUT_S from this call)."""
         self.process.wait(timeout=DEMO_TIMEOUT_S)
         result = subprocess.CompletedProcess(
             self.process.args,
