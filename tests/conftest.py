@@ -7,7 +7,6 @@ reason. CI sets TRAJECTORY_REQUIRE_REAL_CORPUS=1 (.ci/run), which turns that ski
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -95,6 +94,8 @@ DEMO_TIMEOUT_S = 1800
 # the rest of the suite keeps a core. Its scores differ (float sums in another order train another
 # adapter: holdout pass rate 27.1 against 22.9 % in that pair); the demo's tests assert none of them.
 DEMO_ENV = {"OPENBLAS_NUM_THREADS": "1"}
+# What the demo prints, in files of its folder (`DemoLaunch.root`).
+DEMO_STDOUT, DEMO_STDERR = "demo.stdout", "demo.stderr"
 
 
 @dataclass(frozen=True)
@@ -110,8 +111,8 @@ class DemoLaunch:
         result = subprocess.CompletedProcess(
             self.process.args,
             self.process.returncode,
-            (self.root / "demo.stdout").read_text(errors="replace"),
-            (self.root / "demo.stderr").read_text(errors="replace"),
+            (self.root / DEMO_STDOUT).read_text(errors="replace"),
+            (self.root / DEMO_STDERR).read_text(errors="replace"),
         )
         return DemoRun(self.root, result)
 
@@ -121,29 +122,24 @@ def demo_launch(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[DemoLaunch | None]:
     """`make demo` in a fresh folder with its own DAGSTER_HOME, started with the session's first
-    test when a selected test reads its run (`demo_run`); killed at the session's end if still
-    running."""
+    test when a selected test reads its run (`demo_run`); stopped, its process group killed, at the
+    session's end."""
     if not any("demo_run" in getattr(item, "fixturenames", ()) for item in request.session.items):
         yield None
         return
+    from tests.dagster_processes import started  # here: that module imports this one
+
     root = tmp_path_factory.mktemp("demo")
     cli = Path(sys.executable).with_name("trajectory-pipeline")
-    # files, not pipes: nothing reads the output before the demo ends, and a full pipe would stall it
-    with (root / "demo.stdout").open("wb") as out, (root / "demo.stderr").open("wb") as err:
-        process = subprocess.Popen(
-            [str(cli), "demo", "--corpus", "corpus", "--data-dir", "warehouse"],
-            cwd=root,
-            env={**DEMO_ENV, **os.environ, "DAGSTER_HOME": str(root / "home")},
-            stdout=out,
-            stderr=err,
-            start_new_session=True,
-        )
-    try:
+    with started(
+        [str(cli), "demo", "--corpus", "corpus", "--data-dir", "warehouse"],
+        root,
+        {**DEMO_ENV, **os.environ, "DAGSTER_HOME": str(root / "home")},
+        root / DEMO_STDOUT,
+        stop_s=5,
+        stderr_log=root / DEMO_STDERR,
+    ) as process:
         yield DemoLaunch(root, process)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
 
 
 @pytest.fixture(scope="session")

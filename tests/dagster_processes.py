@@ -1,7 +1,7 @@
 """Real Dagster processes for tests: the repository's instance config with shorter intervals, a
-workspace file, the daemon (or `dagster dev`) in its own process group, and the waits and kills
-around them. Shared by tests/test_killed_runs.py, test_distributed.py, test_daemon.py and
-test_ui_backfill.py.
+workspace file, the daemon (or `dagster dev`, or the demo) in its own process group, and the waits
+and kills around them. Shared by tests/test_killed_runs.py, test_distributed.py, test_daemon.py,
+test_ui_backfill.py and conftest's demo.
 """
 
 from __future__ import annotations
@@ -112,13 +112,22 @@ def wait_for(what: str, condition, timeout: float, *logs: Path):  # type: ignore
 
 @contextlib.contextmanager
 def started(
-    command: list[str], cwd: Path, env: Mapping[str, str], log: Path, stop_s: float = 30
+    command: list[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    log: Path,
+    stop_s: float = 30,
+    stderr_log: Path | None = None,
 ) -> Iterator[subprocess.Popen[bytes]]:
     """A process in its own process group (the daemon, its code server and the runs it launches),
-    its output in `log`; on exit SIGTERM, then SIGKILL to the group for whatever is left."""
-    with log.open("wb") as out:
+    its output in `log` (its stderr in `stderr_log` when given: files, not pipes, as nothing reads
+    them while it runs and a full pipe would stall it); on exit SIGTERM, then SIGKILL to the group
+    for whatever is left."""
+    with contextlib.ExitStack() as files:
+        out = files.enter_context(log.open("wb"))
+        err = files.enter_context(stderr_log.open("wb")) if stderr_log else subprocess.STDOUT
         process = subprocess.Popen(
-            command, cwd=cwd, env=dict(env), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            command, cwd=cwd, env=dict(env), stdout=out, stderr=err, start_new_session=True
         )
     try:
         yield process
