@@ -87,6 +87,7 @@ bench: install  ## ingestion, redaction, backfills, our trainer against mlx_lm.l
 	test -d data/artifacts/adapters || $(BIN)/trajectory-pipeline demo  # the model and data of the next four
 	$(WITH_BLAS) $(BIN)/python bench/bench_training.py --iters 8 --repeat 3
 	$(WITH_BLAS) $(BIN)/python bench/bench_target_logits.py --iters 6 --repeat 1  # logits at the targets only, on and off
+	$(WITH_BLAS) $(BIN)/python bench/bench_mlx_exp.py --iters 40 --repeat 3  # mlx's exp, without SIMD here, and what a faster one gives a step
 	$(WITH_BLAS) $(BIN)/python bench/bench_eval.py --cases 48 --repeat 3
 	$(WITH_BLAS) $(BIN)/python bench/bench_lift.py  # the learning curve, on the demo's learned base and window
 	$(WITH_BLAS) $(BIN)/python bench/bench_batch.py  # records per step: why the demo trains one record at a time (about 12 min)
