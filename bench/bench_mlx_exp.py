@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench_blas import median_ms  # beside this script
+from bench_blas import DATA, MODEL, median_ms  # beside this script
 from sections import write_section  # bench/sections.py, beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -204,8 +204,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--model", type=Path, default=ROOT / "data" / "tiny-model")
-    parser.add_argument("--data", type=Path, default=ROOT / "data" / "mlx" / "sample-window")
+    parser.add_argument("--model", type=Path, default=MODEL)
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--iters", type=int, default=40)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--results", type=Path, default=ROOT / "bench" / "RESULTS.md")

@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_blas import DATA, MODEL  # beside this script: what `make demo` writes
 from sections import write_section  # bench/sections.py, beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -137,8 +138,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--model", type=Path, default=ROOT / "data" / "tiny-model")
-    parser.add_argument("--data", type=Path, default=ROOT / "data" / "mlx" / "sample-window")
+    parser.add_argument("--model", type=Path, default=MODEL)
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--iters", type=int, default=6)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--results", type=Path, default=ROOT / "bench" / "RESULTS.md")
