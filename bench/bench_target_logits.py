@@ -86,6 +86,12 @@ def measure(model: Path, data: Path, iters: int, target_logits: bool) -> dict[st
     return {**json.loads(done.stdout.strip().splitlines()[-1]), "wall": time.perf_counter() - started}
 
 
+def _shown(path: Path) -> Path:
+    """A path as the report names it: from the repository's root when it lies inside."""
+    path = path.resolve()
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+
+
 def report(args: argparse.Namespace, rows: dict[str, dict[bool, list[dict[str, Any]]]]) -> str:
     lines = [
         f"## Training with logits at the targets only (`target_logits`) ({dt.date.today().isoformat()})",
@@ -93,7 +99,7 @@ def report(args: argparse.Namespace, rows: dict[str, dict[bool, list[dict[str, A
         f"`python bench/bench_target_logits.py --iters {args.iters} --repeat {args.repeat}`",
         "",
         f"Machine: {platform.platform()}, Python {platform.python_version()}. `train_adapter` on "
-        f"`{args.data.relative_to(ROOT)}` with the demo's LoRA settings, {args.iters} steps, each run a "
+        f"`{_shown(args.data)}` with the demo's LoRA settings, {args.iters} steps, each run a "
         "fresh process, on and off alternating; medians. Peak memory is MLX's "
         "(`TrainResult.peak_memory_gb`); wall is the whole process.",
         "",
