@@ -34,7 +34,7 @@ from resources.adapter_registry import AdapterRegistryResource
 from resources.mlx_trainer import MLXTrainer
 from resources.parquet_io_manager import ParquetIOManager
 from resources.session_sources import SessionSources
-from trajectory_pipeline import blas
+from trajectory_pipeline import blas, settings
 
 # The instance folder holds transcript previews: 0700 however the process was started (`dagster dev`
 # by hand makes it 0755).
@@ -43,6 +43,9 @@ keep_instance_private()
 # One line at load: which BLAS mlx runs on in this code server, and how to get the fast one where it
 # is the slow reference BLAS (`make ui` preloads it for the code server, run workers and daemon).
 blas.log_blas_in_use(dg.get_dagster_logger("blas"))
+# Applied on importing the package (trajectory_pipeline/__init__.py), which cannot fail on a bad value:
+# the code location does, saying what to write instead.
+settings.mlx_compile()
 
 defs = dg.Definitions(
     assets=[

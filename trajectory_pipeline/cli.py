@@ -78,6 +78,11 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:  # the console script: once, the same command again on an optimized BLAS (blas.py)
         blas.reexec_with_optimized_blas()
     args = build_parser().parse_args(argv)
+    try:
+        settings.mlx_compile()  # applied on importing the package, which cannot say what is wrong
+    except SettingError as err:
+        print(f"trajectory-pipeline {args.command}: {err}", file=sys.stderr)
+        return 2
     if args.command in MLX_COMMANDS:
         print(f"trajectory-pipeline: {blas.blas_in_use().describe()}", file=sys.stderr)
     if args.command == "sample-corpus":

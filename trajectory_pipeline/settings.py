@@ -175,6 +175,12 @@ BLAS_REEXEC = Setting(
     "at start",
     "Set by the trajectory-pipeline command in the process it restarts with the BLAS preloaded.",
 )
+MLX_COMPILE = Setting(
+    "TRAJECTORY_MLX_COMPILE",
+    "auto",
+    "at start",
+    "mlx's compilation (mx.compile): auto (off where mlx computes on a Linux CPU, on elsewhere), on, off.",
+)
 REAL_CORPUS = Setting(
     "TRAJECTORY_REAL_CORPUS",
     "../shared/corpus/real",
@@ -224,6 +230,7 @@ SETTINGS: tuple[Setting, ...] = (
     SQL_EVENTS_COLUMNS,
     BLAS,
     BLAS_REEXEC,
+    MLX_COMPILE,
     REAL_CORPUS,
     REQUIRE_REAL_CORPUS,
     REQUIRE_BLAS,
@@ -416,6 +423,18 @@ def sql_events_table() -> str:
 
 def sql_events_columns() -> str:
     return SQL_EVENTS_COLUMNS.value()
+
+
+MLX_COMPILE_CHOICES = ("auto", "on", "off")
+
+
+def mlx_compile() -> str:
+    value = (MLX_COMPILE.value() or MLX_COMPILE.default).lower()
+    if value not in MLX_COMPILE_CHOICES:
+        raise MLX_COMPILE.fail(
+            value, "use auto (off where mlx computes on a Linux CPU), on or off; unset means auto."
+        )
+    return value
 
 
 def real_corpus() -> Path:
