@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -28,6 +29,10 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+# Compiled on both sides, as measured for the README: the polynomial is many small operations that
+# only compilation fuses (the package turns compilation off on a Linux CPU unless told otherwise).
+os.environ.setdefault("TRAJECTORY_MLX_COMPILE", "on")
 
 from bench_blas import DATA, MODEL, median_ms  # beside this script
 from sections import write_section  # bench/sections.py, beside this script

@@ -152,6 +152,7 @@ def main() -> int:
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--target-logits", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    args.model, args.data = args.model.resolve(), args.data.resolve()  # the children run in ROOT
     if args.child:
         print(json.dumps(child(args.child, str(args.data), args.iters, args.target_logits)))
         return 0

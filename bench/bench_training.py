@@ -184,7 +184,8 @@ def machine() -> str:
 
     return (
         f"{os.cpu_count()} cores, {platform.platform()}, Python {platform.python_version()}, "
-        f"mlx {mx.__version__}, mlx-lm {mlx_lm.__version__}"
+        f"mlx {mx.__version__}, mlx-lm {mlx_lm.__version__}, mlx compilation "
+        f"{'off' if 'MLX_DISABLE_COMPILE' in os.environ else 'on'} on both sides"
     )
 
 

@@ -27,14 +27,16 @@ machine's `make demo` built 39 (its learned base took 198 s, 164 s without them;
 23 s, 10 min 55 s), yet the steps ran no faster compiled than not (the demo's LoRA: tokens/s
 364-388 against 357-391 over 200 steps, three pairs), with losses and scores identical to the
 last bit: the fused kernels compute what the operations they replace do, without SIMD either way
-on x86. So where mlx computes on a Linux CPU, the package sets mlx's own
+on x86. So where mlx computes on a Linux x86 CPU, the package sets mlx's own
 switch, `MLX_DISABLE_COMPILE`, for this process and the ones it starts (mlx-lm's server among
-them); TRAJECTORY_MLX_COMPILE=on keeps compiling, and a value the user gave the switch is kept.
+them); TRAJECTORY_MLX_COMPILE=on keeps compiling, and a value the user gave the switch is kept
+(mlx reads any value there, 0 included, as off).
 On a Mac (Metal) and with mlx's CUDA build, compiling builds GPU kernels and stays on.
 """
 
 import importlib.util
 import os
+import platform
 import sys
 from pathlib import Path
 
@@ -64,9 +66,11 @@ MLX_COMPILE_ENV = "MLX_DISABLE_COMPILE"
 
 
 def mlx_computes_on_cpu() -> bool:
-    """mlx's Linux CPU build (mlx[cpu]) is installed and no CUDA build: read from the distributions
-    beside the package, without importing mlx."""
-    spec = importlib.util.find_spec("mlx") if sys.platform.startswith("linux") else None
+    """mlx's Linux CPU build (mlx[cpu]) is installed on x86-64 and no CUDA build: read from the
+    distributions beside the package, without importing mlx. Measured on x86 only: on ARM, mlx's
+    CPU kernels have SIMD, which compiled ones may use too."""
+    linux_x86 = sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")
+    spec = importlib.util.find_spec("mlx") if linux_x86 else None
     folders = {Path(folder).parent for folder in (spec.submodule_search_locations or [])} if spec else set()
     names = [entry.name for folder in folders if folder.is_dir() for entry in os.scandir(folder)]
     cpu = any(name.startswith("mlx_cpu-") and name.endswith(".dist-info") for name in names)

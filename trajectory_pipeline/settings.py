@@ -179,7 +179,7 @@ MLX_COMPILE = Setting(
     "TRAJECTORY_MLX_COMPILE",
     "auto",
     "at start",
-    "mlx's compilation (mx.compile): auto (off where mlx computes on a Linux CPU, on elsewhere), on, off.",
+    "mlx's compilation (mx.compile): auto (off where mlx computes on a Linux x86 CPU), on, off.",
 )
 REAL_CORPUS = Setting(
     "TRAJECTORY_REAL_CORPUS",
@@ -429,12 +429,12 @@ MLX_COMPILE_CHOICES = ("auto", "on", "off")
 
 
 def mlx_compile() -> str:
-    value = (MLX_COMPILE.value() or MLX_COMPILE.default).lower()
-    if value not in MLX_COMPILE_CHOICES:
+    value = MLX_COMPILE.value() or MLX_COMPILE.default
+    if value.lower() not in MLX_COMPILE_CHOICES:
         raise MLX_COMPILE.fail(
-            value, "use auto (off where mlx computes on a Linux CPU), on or off; unset means auto."
+            value, "use auto (off where mlx computes on a Linux x86 CPU), on or off; unset means auto."
         )
-    return value
+    return value.lower()
 
 
 def real_corpus() -> Path:

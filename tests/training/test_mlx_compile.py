@@ -17,7 +17,7 @@ from trajectory_pipeline import cli, settings
 from trajectory_pipeline.settings import CHECKOUT
 
 on_cpu = pytest.mark.skipif(
-    not trajectory_pipeline.mlx_computes_on_cpu(), reason="mlx here is not its Linux CPU build"
+    not trajectory_pipeline.mlx_computes_on_cpu(), reason="mlx here is not its Linux x86 CPU build"
 )
 # A compiled function: an element-wise chain mlx fuses into one kernel.
 COMPILED = "f = mx.compile(lambda x: mx.exp(x) * 2 + 1); mx.eval(f(mx.ones((64,)))); "
@@ -70,12 +70,12 @@ def test_off_turns_compilation_off_anywhere(tmp_path: Path) -> None:
 def test_a_bad_choice_is_one_line_and_no_traceback(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    monkeypatch.setenv(settings.MLX_COMPILE.name, "sometimes")
+    monkeypatch.setenv(settings.MLX_COMPILE.name, "Sometimes")
     assert cli.main(["tiny-model", "--out", str(tmp_path / "model"), "--data", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.strip().splitlines() == [
-        "trajectory-pipeline tiny-model: TRAJECTORY_MLX_COMPILE='sometimes': use auto (off where mlx "
-        "computes on a Linux CPU), on or off; unset means auto."
+        "trajectory-pipeline tiny-model: TRAJECTORY_MLX_COMPILE='Sometimes': use auto (off where mlx "
+        "computes on a Linux x86 CPU), on or off; unset means auto."
     ]
     assert not (tmp_path / "model").exists()
     # Importing the package with that value leaves mlx as it is: the commands and the definitions say why.
