@@ -38,6 +38,34 @@ from trajectory_pipeline import blas
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL, DATA = ROOT / "data" / "tiny-model", ROOT / "data" / "mlx" / "sample-window"
+
+
+def demo_training_parser(
+    doc: str | None, iters: int, repeat: int, children: tuple[str, ...] | None = None
+) -> argparse.ArgumentParser:
+    """The options of a bench that trains on the demo's model and data, each run in a child process
+    (`--child` names the side it runs); `demo_training_args` reads them."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", type=Path, default=MODEL)
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--iters", type=int, default=iters)
+    parser.add_argument("--repeat", type=int, default=repeat)
+    parser.add_argument("--results", type=Path, default=ROOT / "bench" / "RESULTS.md")
+    parser.add_argument("--child", choices=children, help=argparse.SUPPRESS)
+    return parser
+
+
+def demo_training_args(parser: argparse.ArgumentParser) -> argparse.Namespace:
+    """The parsed options, paths made absolute (the children run in the repository's root); outside a
+    child, the demo's model and data must be there."""
+    args = parser.parse_args()
+    args.model, args.data = args.model.resolve(), args.data.resolve()
+    demo_written = (args.model / "config.json").is_file() and (args.data / "train.jsonl").is_file()
+    if not args.child and not demo_written:
+        raise SystemExit(f"needs {args.model} and {args.data}: run `make demo` first")
+    return args
+
+
 BATCH, TOKENS = 4, 900
 
 

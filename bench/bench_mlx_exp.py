@@ -34,7 +34,7 @@ from typing import Any
 # only compilation fuses (the package turns compilation off on a Linux CPU unless told otherwise).
 os.environ.setdefault("TRAJECTORY_MLX_COMPILE", "on")
 
-from bench_blas import DATA, MODEL, median_ms  # beside this script
+from bench_blas import demo_training_args, demo_training_parser, median_ms  # beside this script
 from sections import write_section  # bench/sections.py, beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -206,21 +206,10 @@ def report(args: argparse.Namespace, timings: dict[str, float], runs: dict[str, 
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--model", type=Path, default=MODEL)
-    parser.add_argument("--data", type=Path, default=DATA)
-    parser.add_argument("--iters", type=int, default=40)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--results", type=Path, default=ROOT / "bench" / "RESULTS.md")
-    parser.add_argument("--child", choices=SIDES, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = demo_training_args(demo_training_parser(__doc__, iters=40, repeat=3, children=SIDES))
     if args.child:
         print(json.dumps(child(args.child, str(args.model), str(args.data), args.iters)))
         return 0
-    if not (args.model / "config.json").is_file() or not (args.data / "train.jsonl").is_file():
-        raise SystemExit(f"needs {args.model} and {args.data}: run `make demo` first")
     timings = exp_timings()
     print(timings, flush=True)
     runs: dict[str, list[dict[str, Any]]] = {side: [] for side in SIDES}

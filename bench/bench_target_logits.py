@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_blas import DATA, MODEL  # beside this script: what `make demo` writes
+from bench_blas import demo_training_args, demo_training_parser  # beside this script
 from sections import write_section  # bench/sections.py, beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -141,23 +141,12 @@ def report(args: argparse.Namespace, rows: dict[str, dict[bool, list[dict[str, A
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--model", type=Path, default=MODEL)
-    parser.add_argument("--data", type=Path, default=DATA)
-    parser.add_argument("--iters", type=int, default=6)
-    parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--results", type=Path, default=ROOT / "bench" / "RESULTS.md")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser = demo_training_parser(__doc__, iters=6, repeat=1)
     parser.add_argument("--target-logits", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    args.model, args.data = args.model.resolve(), args.data.resolve()  # the children run in ROOT
+    args = demo_training_args(parser)
     if args.child:
         print(json.dumps(child(args.child, str(args.data), args.iters, args.target_logits)))
         return 0
-    if not (args.model / "config.json").is_file() or not (args.data / "train.jsonl").is_file():
-        raise SystemExit(f"needs {args.model} and {args.data}: run `make demo` first")
     with tempfile.TemporaryDirectory() as scratch:
         models = {
             "demo's tiny model (3k vocabulary)": args.model,
