@@ -7,13 +7,13 @@ here, run with the dev extras, passed."""
 
 from __future__ import annotations
 
-import ast
 import re
 import sys
 from importlib import metadata
 
 from packaging.requirements import Requirement
 
+from tests.test_layering import _imports  # top-level names a module imports, as the layering rule reads them
 from trajectory_pipeline.settings import CHECKOUT
 
 FIRST_PARTY = ("trajectory_pipeline", "assets", "resources")
@@ -26,17 +26,9 @@ def _imported_modules() -> dict[str, str]:
     found: dict[str, str] = {}
     for package in FIRST_PARTY:
         for path in sorted((CHECKOUT / package).rglob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text())):
-                if isinstance(node, ast.Import):
-                    modules = [alias.name for alias in node.names]
-                elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                    modules = [node.module]
-                else:
-                    continue
-                for module in modules:
-                    top = module.split(".")[0]
-                    if top not in sys.stdlib_module_names and top not in FIRST_PARTY:
-                        found.setdefault(top, path.relative_to(CHECKOUT).as_posix())
+            for top in sorted(_imports(path.read_text())):
+                if top not in sys.stdlib_module_names and top not in FIRST_PARTY:
+                    found.setdefault(top, path.relative_to(CHECKOUT).as_posix())
     return found
 
 
