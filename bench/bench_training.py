@@ -39,6 +39,7 @@ from typing import Any
 
 from sections import write_section  # bench/sections.py, beside this script
 
+from trajectory_pipeline import MLX_COMPILE_ENV
 from trajectory_pipeline.training.trainer import TrainConfig
 
 # Registers `--report-to bench`: each report dict mlx-lm's loop hands to its callback, one JSON line each.
@@ -185,7 +186,7 @@ def machine() -> str:
     return (
         f"{os.cpu_count()} cores, {platform.platform()}, Python {platform.python_version()}, "
         f"mlx {mx.__version__}, mlx-lm {mlx_lm.__version__}, mlx compilation "
-        f"{'off' if 'MLX_DISABLE_COMPILE' in os.environ else 'on'} on both sides"
+        f"{'off' if MLX_COMPILE_ENV in os.environ else 'on'} on both sides"
     )
 
 

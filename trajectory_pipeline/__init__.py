@@ -2,7 +2,7 @@
 
 Importing the package chooses, for every process of the pipeline, Arrow's allocator (the C
 library's, unless the user chose one) and whether mlx compiles (not where it computes on a Linux
-CPU, unless the user chose).
+x86 CPU, unless the user chose).
 
 Arrow's default in the Linux wheels, mimalloc, keeps the pages of freed buffers for reuse: a
 worker that cut one day of decision points stayed at that high-water mark for the rest of the
@@ -78,7 +78,7 @@ def mlx_computes_on_cpu() -> bool:
 
 
 def skip_mlx_compile_on_cpu() -> None:
-    """`MLX_DISABLE_COMPILE` where TRAJECTORY_MLX_COMPILE asks for it (auto: on a Linux CPU)."""
+    """`MLX_DISABLE_COMPILE` where TRAJECTORY_MLX_COMPILE asks for it (auto: on a Linux x86 CPU)."""
     if MLX_COMPILE_ENV in os.environ:  # the user's choice, made on mlx's own switch
         return
     try:
