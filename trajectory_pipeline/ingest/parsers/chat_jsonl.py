@@ -1,22 +1,37 @@
-"""Chat-format JSONL: one OpenAI-style conversation per line.
+"""Chat-format JSONL: one conversation per line, as OpenAI's or Anthropic's APIs take it.
 
-Each line is `{"messages": [...], "tools": [...]?}` with roles system/developer, user,
-assistant (optional `tool_calls`, legacy `function_call`, `reasoning_content`) and tool
-(legacy `function`), `content` a string or a list of parts. Optional per-line `id` or
-`session_id`, `timestamp` / `created_at` / `metadata.timestamp`, `model`, and `cwd` /
-`metadata.cwd`; without a cwd field, the working folder the first system prompt names (`You are
-working in /home/me/src/app`, `Working directory: ...`, `<cwd>...</cwd>`) is the session's cwd, and
-its repository is named from it as for the agents that record one.
+Each line is `{"messages": [...], "tools": [...]?}`. Messages have roles system/developer, user,
+assistant and tool (legacy `function`, and Llama 3's `ipython`), `content` a string, a list of parts
+or a single part object. Besides its content, an assistant message may carry:
 
-A line is a session: its id is the line's own id, else a short sha256 of the line's
-canonical JSON (so copies of a conversation dedupe, and the id is the same on every
-machine). Its start is the line's timestamp, else a YYYY-MM-DD date in the file name,
-else the file's mtime. A line that is not JSON is quarantined with the next session in
-the file; a line that is JSON but breaks the format (an empty `messages` list included) is
-quarantined with its own session, whole, so no conversation reaches training with a hole in
-it. A time the line gives that is not believed (`common.Clock`: before 2015, or past the
-file's last write and a day) is not used: the conversation is kept, timed by its other times
-or the file's start, and the line gets an `implausible_timestamp` row.
+- `tool_calls`: function calls (`function: {name, arguments}`), or custom tools' calls
+  (`{"type": "custom", "custom": {name, input}}`), whose free text is kept as `{"input": text}`, as
+  Codex's own are; or a legacy `function_call`;
+- its reasoning, as `reasoning_content` or `reasoning` (vLLM's newer name, and OpenRouter's);
+- a `refusal`: a refused request's reply, kept as its text.
+
+Anthropic Messages lines are read too: a top-level `system` prompt, and content blocks `tool_use` (a
+call), `tool_result` (its result, with its `is_error`, although a user message holds it) and
+`thinking` / `redacted_thinking` (reasoning); the parts between them are messages. Results are
+linked to their calls by id, a string or an integer. Optional per-line `id` or `session_id`,
+`timestamp` / `created_at` / `metadata.timestamp`, `model`, and `cwd` / `metadata.cwd`; without a
+cwd field, the working folder the first system prompt (the top-level `system`, else the first system
+or developer message) names (`You are working in /home/me/src/app`, `Working directory: ...`,
+`<cwd>...</cwd>`) is the session's cwd, and its repository is named from it as for the agents that
+record one.
+
+A line is a session: its id is the line's own id, else a short sha256 of the line's canonical JSON
+(so copies of a conversation dedupe, and the id is the same on every machine). An id that is a
+number or a string of digits is a row number of its export (0, 1, ...), and names nothing outside
+it: every export has a row 0. Such a line is named by its content, like a line without an id.
+
+Its start is the line's timestamp, else a YYYY-MM-DD date in the file name, else the file's mtime.
+A line that is not JSON is quarantined with the next session in the file; a line that is JSON but
+breaks the format (an empty `messages` list included) is quarantined with its own session, whole,
+so no conversation reaches training with a hole in it. A time the line gives that is not believed
+(`common.Clock`: before 2015, or past the file's last write and a day) is not used: the
+conversation is kept, timed by its other times or the file's start, and the line gets an
+`implausible_timestamp` row.
 
     from trajectory_pipeline.ingest.parsers import chat_jsonl
     events = list(chat_jsonl.parse(Path("export_2025-01-31.jsonl")))
@@ -70,7 +85,9 @@ def _looks_like_chat(obj: dict[str, Any]) -> bool:
     return isinstance(first, dict) and isinstance(first.get("role"), str)
 
 
-_CHAT_PREFIX = re.compile(rb'\{.{0,2000}?"messages"\s*:\s*\[\s*\{\s*"', re.DOTALL)
+# A first line the head cuts short is judged by a `messages` key anywhere in what the head holds of
+# it: the top-level `system` prompt (Anthropic's) or the tool specs may come first, tens of KB of them.
+_CHAT_PREFIX = re.compile(rb'\{.*?"messages"\s*:\s*\[\s*\{\s*"', re.DOTALL)
 
 
 def sniff(path: Path, head: bytes) -> bool:
@@ -106,12 +123,18 @@ def session_starts(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> set[int]
 
 
 def _line_id(obj: dict[str, Any]) -> str:
+    """The line's own `id` or `session_id` when it is a name, else a digest of the line.
+
+    A number (or a string of digits, as a CSV or dataframe export writes one) is a row number: every
+    export has a conversation 0, so taken as it is, conversations of different files (or of two
+    exports joined into one) would merge into one session. The line's content names it instead: the
+    same on every machine, and the same in a copied file, which then dedupes. Not the row number
+    scoped by the file's name: two folders' `chats.jsonl` would still collide, and a renamed copy
+    would be ingested twice."""
     for key in ("id", "session_id"):
         value = obj.get(key)
-        if isinstance(value, str) and value:
+        if isinstance(value, str) and value and not value.isdecimal():
             return value
-        if isinstance(value, int) and not isinstance(value, bool):
-            return str(value)
     return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:_SESSION_ID_HEX]
 
 
@@ -170,9 +193,9 @@ def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | 
             )
             continue
         yield from orphans.release(session_id, session_start)
-        # After the row's fields: is_error, exit_code, cwd, repo, git_branch (never known here),
-        # the model, and the defaults of the rest.
-        rest = (None, None, cwd, repo_name(cwd), None, model, False, None, None, None, False, None, False, 0)
+        # After the row's fields: exit_code, cwd, repo, git_branch (never known here), the model,
+        # and the defaults of the rest.
+        rest = (None, cwd, repo_name(cwd), None, model, False, None, None, None, False, None, False, 0)
         for row in rows:
             yield new_event((SOURCE, session_id, session_start, source_path, line_no, seq, *row, *rest))
             seq += 1
@@ -186,22 +209,25 @@ def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | 
 
 def _cwd(obj: dict[str, Any]) -> str | None:
     """The conversation's working folder: the line's own `cwd` (or `metadata.cwd`), else the one its
-    first system or developer prompt names (`common.prompt_cwd`), so its repository is known.
-    Called after `_conversation` has checked the messages."""
+    first system prompt names (`common.prompt_cwd`): Anthropic's top-level `system`, else the first
+    system or developer message, so its repository is known. Called after `_conversation` has
+    checked the line."""
     metadata = obj.get("metadata")
     for holder in (obj, metadata if isinstance(metadata, dict) else {}):
         value = holder.get("cwd")
         if isinstance(value, str) and value.strip():
             return value.strip()
+    if obj.get("system"):
+        return prompt_cwd(_text(obj["system"], "system"))
     for message in obj["messages"]:
         if message.get("role") in ("system", "developer"):
-            return prompt_cwd(content_text(message.get("content")))
+            return prompt_cwd(_text(message.get("content")))
     return None
 
 
-# One event's own fields, in `Event` order: ts, role, kind, text, tool_name, tool_call_id and
-# tool_input. A plain tuple: a line has dozens, each spliced into its event at once.
-_Row = tuple[int | None, str, str, str | None, str | None, str | None, str | None]
+# One event's own fields, in `Event` order: ts, role, kind, text, tool_name, tool_call_id,
+# tool_input and is_error. A plain tuple: a line has dozens, each spliced into its event at once.
+_Row = tuple[int | None, str, str, str | None, str | None, str | None, str | None, bool | None]
 
 
 def _conversation(
@@ -218,7 +244,11 @@ def _conversation(
     out: list[_Row] = []
     tools = get_list(obj, "tools")
     if tools:
-        out.append((line_ts, "system", "meta", canonical_json({"tools": tools}), None, None, None))
+        out.append((line_ts, "system", "meta", canonical_json({"tools": tools}), None, None, None, None))
+    if obj.get("system") is not None:  # Anthropic keeps the system prompt beside the messages
+        system = _text(obj["system"], "system")
+        if system:
+            out.append((line_ts, "system", "meta", system, None, None, None, None))
     call_names: dict[str, str] = {}
     refused: object = None
     for index, message in enumerate(messages):
@@ -237,49 +267,148 @@ def _message_events(
     message: dict[str, Any], where: str, ts: int | None, call_names: dict[str, str]
 ) -> list[_Row]:
     role = get_str(message, "role", where)
-    text = content_text(message.get("content"), where + "content")
+    content = message.get("content")
     if role in ("system", "developer"):
-        return [(ts, "system", "meta", text, None, None, None)]
+        return [(ts, "system", "meta", _text(content, where + "content"), None, None, None, None)]
     if role == "user":
-        return [(ts, "user", "message", text, None, None, None)]
+        return _content_events("user", content, where + "content", ts, call_names)
     if role == "assistant":
-        return _assistant_events(message, where, ts, text, call_names)
-    if role in ("tool", "function"):
-        call_id = get_str(message, "tool_call_id", where)
+        return _assistant_events(message, where, ts, call_names)
+    if role in ("tool", "function", "ipython"):  # ipython: where Llama 3.x puts a tool's output
+        call_id = _call_id(message, "tool_call_id", where)
         name = get_str(message, "name", where) or call_names.get(call_id or "")
-        return [(ts, "tool", "tool_result", text, name, call_id, None)]
+        return [(ts, "tool", "tool_result", _text(content, where + "content"), name, call_id, None, None)]
     raise UnknownRecordType(f"{where}role: unknown role {role!r}")
 
 
 def _assistant_events(
-    message: dict[str, Any], where: str, ts: int | None, text: str | None, call_names: dict[str, str]
+    message: dict[str, Any], where: str, ts: int | None, call_names: dict[str, str]
 ) -> list[_Row]:
     out: list[_Row] = []
     reasoning = get_str(message, "reasoning_content", where)
+    if not reasoning:
+        # vLLM's newer name for it, and OpenRouter's. Read only as text: the word is generic enough
+        # that an export may keep something else there (effort settings, say), which is no reasoning.
+        value = message.get("reasoning")
+        reasoning = value if isinstance(value, str) else None
     if reasoning:
-        out.append((ts, "assistant", "reasoning", reasoning, None, None, None))
+        out.append((ts, "assistant", "reasoning", reasoning, None, None, None, None))
+    out.extend(_content_events("assistant", message.get("content"), where + "content", ts, call_names))
+    refusal = get_str(message, "refusal", where)
+    if refusal:  # OpenAI gives a refused request's reply here, its content null
+        out.append((ts, "assistant", "message", refusal, None, None, None, None))
     calls = list(enumerate(get_list(message, "tool_calls", where) or []))
     legacy = get_dict(message, "function_call", where)
     if legacy is not None:
         calls.append((-1, {"function": legacy}))
-    if text or not calls:
-        out.append((ts, "assistant", "message", text, None, None, None))
     for index, call in calls:
         call_where = f"{where}tool_calls[{index}]." if index >= 0 else f"{where}function_call."
         out.append(_tool_call(call, call_where, ts, call_names))
-    return out
+    # An empty reply (content null beside the calls) is no event, unless it is all the turn holds.
+    said = [row for row in out if row[2] != "message" or row[3]]
+    return said or out
 
 
 def _tool_call(call: object, where: str, ts: int | None, call_names: dict[str, str]) -> _Row:
     if not isinstance(call, dict):
         raise WrongFieldType(where.rstrip("."), "an object", call)
-    # Some exports flatten {name, arguments} into the call instead of nesting them under `function`.
-    function = get_dict(call, "function", where) or call
-    name = get_str(function, "name", where + "function.")
-    if name is None:
-        raise WrongFieldType(where + "function.name", "a string", None)
-    call_id = get_str(call, "id", where)
+    custom = get_dict(call, "custom", where)
+    if custom is not None:
+        # An OpenAI custom tool takes free text, not JSON arguments (Codex's apply_patch is one):
+        # kept as Codex's custom_tool_call is, so both read alike downstream.
+        name = _name(custom, where + "custom.")
+        arguments: dict[str, Any] = {"input": get_str(custom, "input", where + "custom.")}
+    else:
+        # Some exports flatten {name, arguments} into the call instead of nesting them under `function`.
+        function = get_dict(call, "function", where) or call
+        name = _name(function, where + "function.")
+        arguments = parse_arguments(function.get("arguments"), where + "function.arguments")
+    call_id = _call_id(call, "id", where)
     if call_id is not None:
         call_names[call_id] = name
-    arguments = parse_arguments(function.get("arguments"), where + "function.arguments")
-    return (ts, "assistant", "tool_call", None, name, call_id, canonical_json(arguments))
+    return (ts, "assistant", "tool_call", None, name, call_id, canonical_json(arguments), None)
+
+
+# Anthropic content blocks that are not text; a user or assistant content list holding one is read
+# block by block (`_content_events`), any other list as one message's parts.
+_EVENT_BLOCKS = frozenset({"tool_use", "server_tool_use", "tool_result", "thinking", "redacted_thinking"})
+
+
+def _content_events(
+    role: str, content: object, where: str, ts: int | None, call_names: dict[str, str]
+) -> list[_Row]:
+    """A user or assistant message's content as events: one message, or, for Anthropic blocks, a
+    call for each `tool_use`, a result for each `tool_result` (a user message carries them, but the
+    tool said them), reasoning for `thinking`, and a message for each run of other parts between."""
+    parts = _parts(content)
+    if not isinstance(parts, list) or not any(map(_event_block, parts)):
+        return [(ts, role, "message", content_text(parts, where), None, None, None, None)]
+    out: list[_Row] = []
+    run: list[Any] = []
+    for index, part in enumerate(parts):
+        kind = _event_block(part)
+        if kind is None:
+            run.append(part)
+            continue
+        if run:
+            out.append((ts, role, "message", content_text(run, where), None, None, None, None))
+            run = []
+        out.append(_block_event(part, kind, f"{where}[{index}].", ts, call_names))
+    if run:
+        out.append((ts, role, "message", content_text(run, where), None, None, None, None))
+    return out
+
+
+def _event_block(part: object) -> str | None:
+    """The type of an Anthropic block that is an event of its own, else None (a message's part)."""
+    kind = part.get("type") if isinstance(part, dict) else None
+    return kind if isinstance(kind, str) and kind in _EVENT_BLOCKS else None
+
+
+def _block_event(
+    block: dict[str, Any], kind: str, where: str, ts: int | None, call_names: dict[str, str]
+) -> _Row:
+    if kind == "thinking":
+        return (ts, "assistant", "reasoning", get_str(block, "thinking", where), None, None, None, None)
+    if kind == "redacted_thinking":  # encrypted: only that there was some is kept, as for Claude Code
+        return (ts, "assistant", "reasoning", "[redacted thinking]", None, None, None, None)
+    if kind == "tool_result":
+        call_id = _call_id(block, "tool_use_id", where)
+        text = _text(block.get("content"), where + "content")
+        is_error = block.get("is_error") is True
+        return (ts, "tool", "tool_result", text, call_names.get(call_id or ""), call_id, None, is_error)
+    name = _name(block, where)  # tool_use, or server_tool_use (a tool the API ran, such as web search)
+    call_id = _call_id(block, "id", where)
+    if call_id is not None:
+        call_names[call_id] = name
+    arguments = parse_arguments(block.get("input"), where + "input")
+    return (ts, "assistant", "tool_call", None, name, call_id, canonical_json(arguments), None)
+
+
+def _parts(content: object) -> object:
+    """`content`, with a single part object (`{"type": "text", "text": ...}`, as some exports write a
+    one-part content) read as a list of that part."""
+    if isinstance(content, dict) and ("type" in content or "text" in content):
+        return [content]
+    return content
+
+
+def _text(content: object, where: str = "content") -> str | None:
+    """`common.content_text`, taking a single part object too (`_parts`)."""
+    return content_text(_parts(content), where)
+
+
+def _name(obj: dict[str, Any], where: str) -> str:
+    """A tool's name, which a call cannot go without."""
+    name = get_str(obj, "name", where)
+    if name is None:
+        raise WrongFieldType(where + "name", "a string", None)
+    return name
+
+
+def _call_id(obj: dict[str, Any], key: str, where: str) -> str | None:
+    """A call id, or the id a result names: a string, or an integer some exports number calls by."""
+    value = obj.get(key)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return get_str(obj, key, where)
