@@ -840,7 +840,7 @@ def test_real_transcripts_give_the_attempts_people_made(real: tuple[pd.DataFrame
     per_file = Counter(main_file[session] for session in attempts["session_id"])
     for file, count in REAL_ATTEMPTS.items():
         assert per_file[file] == count, file
-    assert len(attempts) == 67
+    assert len(attempts) == 68  # spotter/subagent.jsonl: its plugin command is the request
     by_file = {file: attempts[attempts["session_id"].map(main_file) == file] for file in REAL_ATTEMPTS}
 
     # short.jsonl: both calls refused by the person, then "[Request interrupted by user for tool use]".
@@ -865,5 +865,5 @@ def test_real_transcripts_give_the_attempts_people_made(real: tuple[pd.DataFrame
     ]
     assert list(codex["tier"]) == ["bronze", "gold"]
 
-    assert Counter(attempts["tier"]) == {"silver": 24, "reject": 22, "bronze": 20, "gold": 1}
+    assert Counter(attempts["tier"]) == {"silver": 24, "reject": 23, "bronze": 20, "gold": 1}
     assert attempts["quality"].between(0, 1).all()

@@ -4,7 +4,8 @@ Why: Claude Code's format drifted a lot between 1.0.89 and 2.1.39 (string vs blo
 system lines with and without subtype, two sub-agent layouts, Bedrock ids). The counts
 below were taken from the raw JSON with an independent script, so a parser change that
 loses a tool call, an error flag or a sub-agent's session shows up here. The synthetic
-tables pin the rules the real files do not exercise (images, unknown and mistyped lines).
+tables pin the rules the real files do not exercise (images, unknown and mistyped lines, 2.x metadata
+entries, IDE notes, queued prompts, slash commands, lines written twice).
 
     .venv/bin/pytest tests/ingest/parsers/test_claude_code.py
 """
@@ -22,6 +23,7 @@ import pytest
 from trajectory_pipeline.ingest.parsers import claude_code
 from trajectory_pipeline.ingest.parsers.lines import file_mtime_us, read_head
 from trajectory_pipeline.schema import (
+    IMPLAUSIBLE_TIMESTAMP,
     MALFORMED_JSON,
     UNKNOWN_RECORD_TYPE,
     WRONG_FIELD_TYPE,
@@ -204,14 +206,14 @@ def test_real_interruption_and_rejection(real_corpus: Path) -> None:
         (22, "user", "message", "[Request interrupted by user for tool use]")
     ]
     rejected = [e for e in events if e.is_error]
-    assert [(e.line_no, e.text.startswith("The user doesn't want to proceed")) for e in rejected] == [
+    assert [(e.line_no, (e.text or "").startswith("The user doesn't want to proceed")) for e in rejected] == [
         (21, True)
     ]
 
 
 def test_real_meta_lines(real_corpus: Path) -> None:
     events, _ = _real(real_corpus, "codemie-code/session-624a4a58.jsonl")
-    meta = {e.line_no: e.text[:22] for e in events if e.kind == "meta"}
+    meta = {e.line_no: (e.text or "")[:22] for e in events if e.kind == "meta"}
     # caveat (isMeta), /clear command, its stdout, compact_boundary, compaction summary
     assert meta == {
         2: "Caveat: The messages b",
@@ -221,6 +223,18 @@ def test_real_meta_lines(real_corpus: Path) -> None:
         159: "This session is being ",
     }
     assert all(e.role == "system" for e in events if e.kind == "meta")
+
+
+def test_real_plugin_command_is_the_persons_request(real_corpus: Path) -> None:
+    """spotter's subagent.jsonl opens with `/handgemacht:create-beads <the task>`: the only place the
+    person's words are (the next line is the command's expansion, isMeta)."""
+    events, _ = _real(real_corpus, "spotter/subagent.jsonl")
+    first, expansion = events[:2]
+    text = first.text or ""
+    assert (first.line_no, first.role, first.kind) == (4, "user", "message")
+    assert "<command-name>/handgemacht:create-beads</command-name>" in text
+    assert "websearch to learn how to fastest setup credo" in text
+    assert (expansion.line_no, expansion.role, expansion.kind) == (5, "system", "meta")
 
 
 def test_real_summary_lines_belong_to_the_file_session(real_corpus: Path) -> None:
@@ -298,7 +312,43 @@ def _only(items: list[Event | BadLine]) -> Event:
     return items[0]
 
 
+def _only_events(items: list[Event | BadLine]) -> list[Event]:
+    events = [i for i in items if isinstance(i, Event)]
+    assert events == items, items
+    return events
+
+
 IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0"}}
+IDE_NOTE = (
+    "<ide_opened_file>The user opened the file /work/repo/a.py in the IDE. "
+    "This may or may not be related to the current task.</ide_opened_file>"
+)
+IDE_SELECTION = (
+    "<ide_selection>The user selected the lines 1 to 2 from /work/repo/a.py:\nx = 1\n\n"
+    "This may or may not be related to the current task.</ide_selection>"
+)
+# Slash commands as Claude Code 2.x writes them: a prompt command opens with <command-message>, a
+# local one with <command-name>, and a skill the model invoked is named without the slash.
+PLUGIN_COMMAND = (
+    "<command-message>handgemacht:create-beads</command-message>\n"
+    "<command-name>/handgemacht:create-beads</command-name>\n"
+    "<command-args>set up credo and dialyzer</command-args>"
+)
+INIT_COMMAND = (
+    "<command-message>init is analyzing your codebase…</command-message>\n<command-name>/init</command-name>"
+)
+MODEL_COMMAND = (
+    "<command-name>/model</command-name>\n            <command-message>model</command-message>\n"
+    "            <command-args>opus</command-args>"
+)
+SKILL_LOADING = (
+    '<command-message>The "pdf" skill is loading</command-message>\n<command-name>pdf</command-name>'
+)
+
+
+def _queued(prompt: Any, **extra: Any) -> dict:
+    """A queued_command attachment: a prompt typed while the agent was busy."""
+    return {"type": "queued_command", "prompt": prompt, "commandMode": "prompt"} | extra
 
 
 @pytest.mark.parametrize(
@@ -350,6 +400,28 @@ IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png"
         (
             _line("attachment", attachment={"type": "hook_additional_context", "content": ["a", "b"]}),
             ("system", "meta", "a\nb"),
+        ),
+        # The IDE extensions' note of the open file, alone in its block: context, not a request.
+        (_line(content=[{"type": "text", "text": IDE_NOTE}]), ("system", "meta", IDE_NOTE)),
+        (_line(content=f"{IDE_NOTE}\nfix the bug"), ("user", "message", f"{IDE_NOTE}\nfix the bug")),
+        (_line(content=[{"type": "text", "text": IDE_SELECTION}]), ("user", "message", IDE_SELECTION)),
+        # A typed slash command that sends a prompt is the person's request; a local one is not.
+        (_line(content=PLUGIN_COMMAND), ("user", "message", PLUGIN_COMMAND)),
+        (_line(content=INIT_COMMAND), ("user", "message", INIT_COMMAND)),
+        (_line(content=MODEL_COMMAND), ("system", "meta", MODEL_COMMAND)),
+        (_line(content=SKILL_LOADING), ("system", "meta", SKILL_LOADING)),  # the model invoked it
+        (_line(content=PLUGIN_COMMAND, isMeta=True), ("system", "meta", PLUGIN_COMMAND)),
+        (
+            _line("attachment", attachment=_queued([{"type": "text", "text": "also push"}])),
+            ("user", "message", "also push"),
+        ),
+        (
+            _line("attachment", attachment=_queued("also push", origin={"kind": "human"})),
+            ("user", "message", "also push"),
+        ),
+        (
+            _line("attachment", attachment=_queued("run the linter", origin={"kind": "peer"})),
+            ("system", "meta", "run the linter"),
         ),
     ],
 )
@@ -420,11 +492,32 @@ def test_one_line_may_hold_several_events(tmp_path: Path) -> None:
         {"type": "text", "text": "Let me look."},
         {"type": "tool_use", "id": "a", "name": "Read", "input": {}},
     ]
-    items = _events(tmp_path, _line(content="go"), _line("assistant", blocks))
+    items = _only_events(_events(tmp_path, _line(content="go"), _line("assistant", blocks)))
     assert [(e.line_no, e.seq, e.kind) for e in items] == [
         (1, 0, "message"),
         (2, 1, "message"),
         (2, 2, "tool_call"),
+    ]
+
+
+def test_ide_note_before_the_prompt_is_not_the_request(tmp_path: Path) -> None:
+    """The VS Code and JetBrains extensions write the note as a block of its own before the prompt."""
+    blocks = [{"type": "text", "text": IDE_NOTE}, {"type": "text", "text": "fix it"}]
+    items = _only_events(_events(tmp_path, _line(content=blocks)))
+    assert [(e.role, e.kind, e.text) for e in items] == [
+        ("system", "meta", IDE_NOTE),
+        ("user", "message", "fix it"),
+    ]
+
+
+def test_queued_prompt_in_blocks_gives_the_persons_text(tmp_path: Path) -> None:
+    """2.1.x writes a prompt typed mid-turn as content blocks, always so when it holds an image."""
+    prompt = [{"type": "text", "text": "[Image #2] why is this offline?"}, IMAGE]
+    line = _line("attachment", attachment=_queued(prompt, origin={"kind": "human"}))
+    items = _only_events(_events(tmp_path, line))
+    assert [(e.role, e.kind, e.text) for e in items] == [
+        ("user", "message", "[Image #2] why is this offline?"),
+        ("user", "message", "[image]"),
     ]
 
 
@@ -441,6 +534,7 @@ def test_one_line_may_hold_several_events(tmp_path: Path) -> None:
         _line("system", content={"not": "text"}),
         _summary(5),
         _line("attachment", attachment="nope"),
+        _line("attachment", attachment=_queued([{"type": "text", "text": 5}])),
     ],
 )
 def test_wrong_field_type_is_quarantined(tmp_path: Path, line: dict) -> None:
@@ -474,6 +568,75 @@ def test_unreadable_line_passes_through_with_its_session(tmp_path: Path) -> None
 @pytest.mark.parametrize("kind", sorted(claude_code.BOOKKEEPING_TYPES))
 def test_bookkeeping_lines_make_no_events_and_no_quarantine(tmp_path: Path, kind: str) -> None:
     assert _events(tmp_path, _line(kind, data={"type": "hook_progress"}, operation="enqueue")) == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        {"type": "agent-color", "agentColor": "purple", "sessionId": SID},
+        {"type": "agent-setting", "agentSetting": "builder", "sessionId": SID},
+        {"type": "attribution-snapshot", "messageId": "u1", "surface": "cli", "fileStates": {}},
+        {"type": "worktree-state", "sessionId": SID, "worktreeSession": {"worktreePath": "/tmp/wt"}},
+        {"type": "speculation-accept", "timestamp": "2026-03-01T10:00:05Z", "timeSavedMs": 1200},
+        {"type": "content-replacement", "sessionId": SID, "replacements": [{"toolUseId": "t1"}]},
+        {"type": "marble-origami-commit", "sessionId": SID, "collapseId": "1", "summary": "x"},
+        {"type": "marble-origami-snapshot", "sessionId": SID, "staged": [], "armed": False},
+        {"type": "task-summary", "sessionId": SID, "summary": "doing x", "timestamp": "2026-03-01T10:00:03Z"},
+        {"type": "cost-state", "sessionId": SID, "totalCostUSD": 0.19, "totalDuration": 922_536},
+    ],
+)
+def test_claude_2x_metadata_entries_are_bookkeeping(tmp_path: Path, line: dict) -> None:
+    """Titles, UI, cost and resume state written beside the conversation are no bad input."""
+    items = _events(tmp_path, _line(content="one"), line, _line(content="two"))
+    assert [i for i in items if isinstance(i, BadLine)] == []
+    assert [i.text for i in items if isinstance(i, Event)] == ["one", "two"]
+
+
+def test_a_line_written_again_is_read_once(tmp_path: Path) -> None:
+    """Reopening VS Code re-appends a session's lines, the same but for context fields (#56196)."""
+    first = _line(content="fix the bug", uuid="u1", ts="2026-04-23T07:25:00Z", parentUuid=None)
+    reply = _line("assistant", "done", uuid="a1", ts="2026-04-23T07:25:36.857Z", parentUuid="u1")
+    items = _only_events(
+        _events(
+            tmp_path,
+            first,
+            reply,
+            _line(content="now add tests", uuid="u2", ts="2026-04-23T08:00:00Z"),
+            first | {"cwd": "/work"},
+            reply | {"cwd": "/work"},
+            _line(content="thanks", uuid="u3", ts="2026-04-23T09:00:00Z"),
+        )
+    )
+    assert [(i.line_no, i.seq, i.text, i.cwd) for i in items] == [
+        (1, 0, "fix the bug", "/work/repo"),
+        (2, 1, "done", "/work/repo"),
+        (3, 2, "now add tests", "/work/repo"),
+        (6, 3, "thanks", "/work/repo"),
+    ]
+
+
+def test_a_repeated_line_with_an_implausible_time_is_reported_once(tmp_path: Path) -> None:
+    line = _line(content="hi", uuid="u1", ts="1970-01-01T00:00:00Z")
+    items = _events(tmp_path, _line(content="start"), line, line)
+    assert [(i.line_no, i.reason if isinstance(i, BadLine) else i.text) for i in items] == [
+        (1, "start"),
+        (2, IMPLAUSIBLE_TIMESTAMP),
+        (2, "hi"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "again",
+    [
+        {"timestamp": "2026-03-01T10:00:05Z"},  # 2.1.27 wrote saved_hook_context entries under one uuid
+        {"message": {"role": "user", "content": "another text"}},
+        {"sessionId": "99999999-2222-3333-4444-555555555555"},
+    ],
+)
+def test_lines_sharing_a_uuid_but_not_their_content_are_all_read(tmp_path: Path, again: dict) -> None:
+    line = _line(content="hi", uuid="u1")
+    items = _events(tmp_path, line, line | again)
+    assert len(items) == 2 and all(isinstance(i, Event) for i in items)
 
 
 def test_events_before_the_first_timestamp_carry_the_start(tmp_path: Path) -> None:

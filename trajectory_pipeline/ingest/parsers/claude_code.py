@@ -1,12 +1,33 @@
 """Claude Code transcripts (`~/.claude/projects/<project>/<session>.jsonl`) into `Event`s.
 
-Handles every shape seen from Claude Code 1.0.89 to 2.1.39: `message.content` as a string
-or a list of text / thinking / tool_use / tool_result / image blocks, `system` lines with
-and without `subtype`, `summary` lines, compaction summaries, slash-command and caveat
-lines, interruptions, and sub-agent files in both layouts (`<session>/subagents/agent-<id>.jsonl`
-and the older `agent-<8hex>.jsonl` beside the session file), and 2.x hook refusals (a
-PreToolUse hook blocking a call: its `hook_blocking_error` attachment or system line becomes
-a meta event carrying the refused call's id, see "hook refusals" below).
+Handles every shape seen from Claude Code 1.0.89 to 2.1.39, and later 2.x additions:
+`message.content` as a string or a list of text / thinking / tool_use / tool_result / image
+blocks, `system` lines with and without `subtype`, `summary` lines, compaction summaries,
+slash-command and caveat lines, interruptions, prompts typed while the agent worked
+(`queued_command` attachments, their prompt a string or content blocks), the IDE extensions' note
+of the open file, sub-agent files in both layouts (`<session>/subagents/agent-<id>.jsonl` and the
+older `agent-<8hex>.jsonl` beside the session file), metadata entries that hold no conversation
+(titles, UI, cost and resume state: `BOOKKEEPING_TYPES`, no events), lines written twice
+("Repeats" below), and 2.x hook refusals (a PreToolUse hook blocking a call: its
+`hook_blocking_error` attachment or system line becomes a meta event carrying the refused call's
+id, see "hook refusals" below).
+
+Whose words. A user line is the person's (user/message) unless the CLI wrote it (system/meta):
+`isMeta` lines (a command's expansion, skill instructions), `_META_PREFIXES` (local commands and
+their output, caveats, reminders, notices, compaction summaries), and a text block that is only the
+IDE's `<ide_opened_file>` note. A slash command the person typed that sends a prompt to the model
+(a custom, skill or plugin command, or a built-in one such as /init or /review) is their request,
+and often the only place its arguments are. Claude Code writes one `<command-message>` first, then
+`<command-name>` with the slash (`/x`); a local command (/clear, /model, /mcp, /compact: no prompt)
+opens with `<command-name>`, and the line of a skill the model invoked names it without the slash.
+That order is Claude Code's own; a list of built-in command names would go stale with each release.
+
+Repeats. Claude Code sometimes writes a line again: the same uuid, time and content with only
+context fields changed (the IDE extensions re-append a session's lines on reopening it,
+anthropics/claude-code#56196; hook attachments re-emitted). Such a repeat gives no events: a
+session's events are read once. It is not reported either: nothing of it is lost, and no quarantine
+reason (schema) names a dropped copy. Lines sharing a uuid but not their time or content (2.1.27
+wrote every `saved_hook_context` entry under one uuid) are all read.
 
 Sessions. A line belongs to the session named by its `sessionId`; a line without one
 (`summary`, `file-history-snapshot`) belongs to the session of the line before it, or to
@@ -61,7 +82,11 @@ PATH_DATED = False  # whether file paths carry the session's date
 # repeats sub-agent messages (their own file holds them) and partial hook/shell output
 # (the tool result supersedes it); `file-history-snapshot` is undo backups; a
 # `queue-operation` prompt reappears as an ordinary user line once dequeued, and one
-# removed from the queue was never sent. The rest are titles and UI state from 2.x.
+# removed from the queue was never sent. The rest are 2.x titles, UI, cost and resume state:
+# `content-replacement` records which tool results were swapped for a stored preview (the
+# tool_result holds the preview), `marble-origami-*` is context-collapse state, `fork-context-ref`
+# points a forked agent at its parent's conversation (in the parent's file). Any other type is
+# quarantined as unknown_record_type, so a new record shape is seen rather than silently lost.
 BOOKKEEPING_TYPES = frozenset(
     {
         "progress",
@@ -71,10 +96,24 @@ BOOKKEEPING_TYPES = frozenset(
         "custom-title",
         "ai-title",
         "agent-name",
+        "agent-color",
+        "agent-setting",
         "last-prompt",
+        "task-summary",
         "pr-link",
         "tag",
         "mode",
+        "isolation-latch",
+        "worktree-state",
+        "bridge-session",
+        "cost-state",
+        "attribution-snapshot",
+        "speculation-accept",
+        "content-replacement",
+        "fork-context-ref",
+        "marble-origami-commit",
+        "marble-origami-snapshot",
+        "marble-origami-reset",
     }
 )
 
@@ -98,6 +137,12 @@ _META_PREFIXES = (
     "<task-notification>",
     "This session is being continued from a previous conversation",
 )
+# A slash command the person typed that sends a prompt to the model (see "Whose words" above).
+_PROMPT_COMMAND = re.compile(r"<command-message>[^<]*</command-message>\s*<command-name>/")
+# The VS Code and JetBrains extensions' note before a prompt ("The user opened the file ... This may
+# or may not be related to the current task."): context, not a request. `<ide_selection>` is left
+# to the person: it holds the code they chose.
+_IDE_NOTE_OPEN, _IDE_NOTE_CLOSE = "<ide_opened_file>", "</ide_opened_file>"
 _ERROR_LEVELS = frozenset({"error", "fatal", "critical"})
 _SYNTHETIC_MODEL = "<synthetic>"  # the CLI's own stand-in replies (API errors, "No response requested.")
 _EXIT_CODE = re.compile(r"Exit code (-?\d+)\b")
@@ -406,6 +451,8 @@ class _Carry:
         self.refused: object = _NOTHING
         # PreToolUse hooks seen running (hook_progress lines) for a call id: (hook name, command).
         self.pre_tool_hooks: dict[str, list[tuple[str, str]]] = {}
+        # Fingerprints of the lines read that have a uuid, to read a repeated line once (`_repeats`).
+        self.seen: set[int] = set()
 
 
 # The fields a line gives all its events: ts, cwd, repo, git_branch, is_sidechain, agent_id,
@@ -427,7 +474,8 @@ def _text_row(
 
 
 def _read_line(obj: dict[str, Any], carry: _Carry) -> tuple[_Line, list[_Row]] | None:
-    """The shared fields and the events of one line; None for an unknown record type."""
+    """The shared fields and the events of one line (none for bookkeeping or a repeated line); None
+    for an unknown record type."""
     kind = obj.get("type")
     if not isinstance(kind, str):
         return None
@@ -440,12 +488,29 @@ def _read_line(obj: dict[str, Any], carry: _Carry) -> tuple[_Line, list[_Row]] |
         return None
     line = _line(obj, carry)
     rows = handler(obj)
+    if _repeats(obj, line, rows, carry):
+        carry.refused = _NOTHING  # its first copy said so
+        return _NO_LINE, []
     if carry.pre_tool_hooks and kind == "user":
         rows = _with_hook_notices(rows, carry)
     if kind == "summary":
         # A summary titles the conversation that ends at `leafUuid`, often in another file.
         line = (*line[:7], _optional_str(obj, "leafUuid"))
     return line, rows
+
+
+def _repeats(obj: dict[str, Any], line: _Line, rows: list[_Row], carry: _Carry) -> bool:
+    """Whether the line repeats one read before: same uuid, session, time and events (see "Repeats"
+    in the module docstring). The rows are those of the line itself, before any hook notice."""
+    event_id = line[6]
+    if event_id is None:
+        return False
+    # A hash, as `days._Copies` keeps: the texts' hashes are computed once and reused there.
+    fingerprint = hash((event_id, obj.get("sessionId"), line[0], *rows))
+    if fingerprint in carry.seen:
+        return True
+    carry.seen.add(fingerprint)
+    return False
 
 
 def _line(obj: dict[str, Any], carry: _Carry) -> _Line:
@@ -509,10 +574,8 @@ def _user_fields(obj: dict[str, Any]) -> list[_Row]:
     for block, kind in blocks:
         if kind == "tool_result":
             rows.append(_tool_result(block, tool_use_result))
-        elif kind == "text":
-            rows.append(_user_text(_required(block, "text", str), meta))
         else:
-            rows.append(_user_text(_placeholder(kind), meta))
+            rows.append(_user_text(_block_text(block, kind), meta))
     return rows
 
 
@@ -562,10 +625,20 @@ def _attachment_fields(obj: dict[str, Any]) -> list[_Row]:
     attachment = _required(obj, "attachment", dict)
     kind = _optional_str(attachment, "type") or "attachment"
     prompt = attachment.get("prompt")
-    # A prompt typed while the agent was busy reaches it as a queued_command attachment.
-    if kind == "queued_command" and isinstance(prompt, str):
-        meta = attachment.get("isMeta") is True or attachment.get("commandMode") == "task-notification"
-        return [_user_text(prompt, meta)]
+    # A prompt typed while the agent was busy reaches it as a queued_command attachment: a string,
+    # or content blocks (2.1.x, and whenever it holds a pasted image), one event each as in a user
+    # line. It is not the person's when it is a background task's notice, or when it came from
+    # something other than a person (`origin.kind`: another agent, a hook, an automatic turn).
+    if kind == "queued_command" and isinstance(prompt, str | list):
+        origin = attachment.get("origin")
+        meta = (
+            attachment.get("isMeta") is True
+            or attachment.get("commandMode") == "task-notification"
+            or (isinstance(origin, dict) and origin.get("kind", "human") != "human")
+        )
+        if isinstance(prompt, str):
+            return [_user_text(prompt, meta)]
+        return [_user_text(_block_text(*_block(block)), meta) for block in prompt]
     hook = _hook_notice(attachment, kind)
     if hook is not None:
         call_id = _optional_str(attachment, "toolUseID") or _optional_str(obj, "toolUseID")
@@ -680,9 +753,21 @@ def _user_text(text: str, meta: bool) -> _Row:
     opening = text.lstrip()
     if opening.startswith(INTERRUPTION_PREFIX):
         return _text_row("user", "message", text, interrupted=True)
-    if meta or opening.startswith(_META_PREFIXES):
+    if meta or _written_by_cli(opening):
         return _text_row("system", "meta", text)
     return _text_row("user", "message", text)
+
+
+def _written_by_cli(opening: str) -> bool:
+    """Whether a user text (stripped of leading space) is the CLI's, not the person's (see "Whose
+    words" in the module docstring)."""
+    if opening.startswith(_META_PREFIXES):
+        return _PROMPT_COMMAND.match(opening) is None
+    if opening.startswith(_IDE_NOTE_OPEN):
+        # Only the note: text after it in the same block is what the person typed.
+        end = opening.find(_IDE_NOTE_CLOSE)
+        return end != -1 and not opening[end + len(_IDE_NOTE_CLOSE) :].strip()
+    return False
 
 
 def _is_meta_line(obj: dict[str, Any]) -> bool:
@@ -714,15 +799,17 @@ def _result_text(content: object) -> str | None:
         return content
     if not isinstance(content, list):
         raise WrongFieldType("tool_result.content", "a string or an array", content)
-    parts = []
-    for part, kind in map(_block, content):
-        parts.append(_required(part, "text", str) if kind == "text" else _placeholder(kind))
-    return "\n".join(parts)
+    return "\n".join(_block_text(*_block(part)) for part in content)
 
 
 def _exit_code(text: str | None) -> int | None:
     match = _EXIT_CODE.match(text) if text else None
     return int(match.group(1)) if match else None
+
+
+def _block_text(block: dict[str, Any], kind: str) -> str:
+    """A text block's text; a placeholder for any other block (an image, a document)."""
+    return _required(block, "text", str) if kind == "text" else _placeholder(kind)
 
 
 def _placeholder(block_type: str) -> str:
