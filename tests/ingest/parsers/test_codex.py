@@ -2,12 +2,16 @@
 `shell` calls with JSON-wrapped outputs, 0.125 exec_command/write_stdin whose exit codes
 arrive later in exec_command_end). These tests pin concrete facts of the four real rollouts
 (counted independently with a plain json script), so a change that loses calls, results,
-exit codes or links shows up as a wrong number, plus synthetic files for damaged input and
-for the legacy rollout shape (a bare session header, then bare response items) of mid-2025.
+exit codes or links shows up as a wrong number, plus synthetic files for damaged input, for
+the legacy rollout shape (a bare session header, then bare response items) of mid-2025, and
+for newer shapes the real rollouts lack: polls that carry a command's only exit code, forks
+that copy their parent's rollout, sub-agent rollouts, /review findings and hook prompts
+injected as user text, MCP failures, and response items such as tool_search_call.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -115,6 +119,12 @@ def count(events: list[Event], **fields: Any) -> int:
     return sum(all(getattr(e, key) == value for key, value in fields.items()) for e in events)
 
 
+def loads(value: str | None) -> Any:
+    """An event's JSON field (`tool_input`), which the test expects to be there."""
+    assert value is not None
+    return orjson.loads(value)
+
+
 @pytest.mark.parametrize("name", FACTS)
 def test_real_rollout_facts(rollouts: dict[str, list[Event | BadLine]], name: str) -> None:
     facts = FACTS[name]
@@ -156,7 +166,7 @@ def test_every_result_follows_its_call(rollouts: dict[str, list[Event | BadLine]
         if e.kind == "tool_call" and e.tool_call_id is not None:
             calls[e.tool_call_id] = e
         elif e.kind == "tool_result":
-            call = calls[e.tool_call_id]
+            call = calls[e.tool_call_id or ""]
             assert (call.tool_name, call.seq < e.seq) == (e.tool_name, True)
 
 
@@ -182,11 +192,11 @@ def test_failed_commands_carry_exit_codes_from_exec_command_end(
 def test_old_shell_shape(rollouts: dict[str, list[Event | BadLine]]) -> None:
     events = events_of(rollouts[OLD])
     call = next(e for e in events if e.kind == "tool_call")
-    assert orjson.loads(call.tool_input)["command"] == ["bash", "-lc", "ls"]
+    assert loads(call.tool_input)["command"] == ["bash", "-lc", "ls"]
     result = next(e for e in events if e.kind == "tool_result")
-    assert result.text.startswith("_bmad\n_bmad-output\n"), "the JSON wrapper is unwrapped"
+    assert (result.text or "").startswith("_bmad\n_bmad-output\n"), "the JSON wrapper is unwrapped"
     assert (result.exit_code, result.is_error) == (0, False)
-    meta = [e.text.split("\n", 1)[0] for e in events if e.kind == "meta"]
+    meta = [(e.text or "").split("\n", 1)[0] for e in events if e.kind == "meta"]
     assert meta[0] == "## Skills", "session_meta instructions"
     assert [text.split(" ")[0] for text in meta[1:]] == ["#", "<environment_context>"]
 
@@ -195,7 +205,7 @@ def test_injected_context_is_not_a_user_instruction(rollouts: dict[str, list[Eve
     events = events_of(rollouts[NEW])
     prompts = [e.text for e in events if e.kind == "message" and e.role == "user"]
     assert prompts == ["show tools", "let's update the defailt context compart to 90 in env var"]
-    meta = [e.text.split("\n", 1)[0] for e in events if e.kind == "meta"]
+    meta = [(e.text or "").split("\n", 1)[0] for e in events if e.kind == "meta"]
     assert meta[0].startswith("You are Codex")  # base_instructions from session_meta
     assert meta[1:] == [
         "<permissions instructions>",
@@ -207,7 +217,7 @@ def test_injected_context_is_not_a_user_instruction(rollouts: dict[str, list[Eve
 def test_reasoning_text(rollouts: dict[str, list[Event | BadLine]]) -> None:
     texts = [e.text for e in events_of(rollouts[OLD]) if e.kind == "reasoning"]
     assert texts[:2] == [codex.ENCRYPTED_REASONING] * 2
-    assert texts[2].startswith("**Clarifying documentation instructions**")
+    assert (texts[2] or "").startswith("**Clarifying documentation instructions**")
     new = {e.text for e in events_of(rollouts[NEW]) if e.kind == "reasoning"}
     assert new == {codex.ENCRYPTED_REASONING}
 
@@ -217,7 +227,7 @@ def test_dangling_call_has_no_result(rollouts: dict[str, list[Event | BadLine]])
     assert [(e.kind, e.tool_call_id) for e in events if e.tool_call_id] == [
         ("tool_call", "call_UtYwHmwWekzvq83m8Rb9K8jJ")
     ]
-    assert orjson.loads(events[-1].tool_input) == {"raw": "[REDACTED_ARGUMENTS len=456 sha=df6be51a]"}
+    assert loads(events[-1].tool_input) == {"raw": "[REDACTED_ARGUMENTS len=456 sha=df6be51a]"}
 
 
 def test_sniff_real_files(real_corpus: Path) -> None:
@@ -241,7 +251,7 @@ def line(kind: str, payload: dict[str, Any], ts: str = T0) -> dict[str, Any]:
     return {"timestamp": ts, "type": kind, "payload": payload}
 
 
-def write(path: Path, records: list[dict[str, Any] | str]) -> Path:
+def write(path: Path, records: Sequence[dict[str, Any] | str]) -> Path:
     text = "".join((r if isinstance(r, str) else orjson.dumps(r).decode()) + "\n" for r in records)
     path.write_text(text)
     return path
@@ -298,8 +308,9 @@ def test_bad_lines_are_quarantined_and_neighbours_kept(tmp_path: Path) -> None:
         ("error", 8),
         ("meta", 9),
     ]
-    assert orjson.loads(events[1].tool_input) == {"raw": "not json {"}
-    assert (events[2].exit_code, events[2].is_error, events[2].text.endswith("ok")) == (0, False, True)
+    assert loads(events[1].tool_input) == {"raw": "not json {"}
+    assert (events[2].exit_code, events[2].is_error) == (0, False)
+    assert (events[2].text or "").endswith("ok")
     assert events[4].interrupted and not events[3].interrupted
     assert {(e.repo, e.git_branch) for e in events} == {("app", "dev")}
 
@@ -328,6 +339,25 @@ def test_bad_lines_are_quarantined_and_neighbours_kept(tmp_path: Path) -> None:
             {"c1": None},
             id="end-never-comes",
         ),
+        pytest.param(
+            # Newer codex persists no exec_command_end: the poll that saw the exit has the code.
+            [
+                call("c1"),
+                output("c1", "Chunk ID: a1\nProcess running with session ID 7\nOutput:\n"),
+                call("c2"),
+                output("c2", "Process running with session ID 8\n"),
+                call("p1", "write_stdin", '{"session_id": 7, "chars": ""}'),
+                output("p1", "Process running with session ID 7\nOutput:\n..."),
+                call("p2", "write_stdin", '{"session_id": 8, "chars": ""}'),
+                output("p2", "Process exited with code 0\n"),
+                call("p3", "write_stdin", '{"session_id": 7, "chars": ""}'),
+                output(
+                    "p3", "Chunk ID: a3\nWall time: 9 seconds\nProcess exited with code 2\nOutput:\nFAILED"
+                ),
+            ],
+            {"c1": 2, "c2": 0, "p1": None, "p2": None, "p3": None},
+            id="poll-sees-the-exit",
+        ),
     ],
 )
 def test_exit_codes_reach_the_launching_call(
@@ -344,7 +374,7 @@ def test_exit_codes_reach_the_launching_call(
 def test_hold_is_bounded(tmp_path: Path) -> None:
     filler = [line("response_item", {"type": "message", "role": "assistant", "content": "…"})] * 300
     records = [META, call("c1"), output("c1", "Process running with session ID 7\n"), *filler, end("c1", 1)]
-    events = list(codex.parse(write(tmp_path / "rollout-x.jsonl", records)))
+    events = events_of(list(codex.parse(write(tmp_path / "rollout-x.jsonl", records))))
     assert len(events) == 303
     assert next(e for e in events if e.kind == "tool_result").exit_code is None, (
         "released unsettled at the cap"
@@ -364,6 +394,203 @@ def test_sniff_a_session_meta_longer_than_the_head(tmp_path: Path) -> None:
     head = read_head(path)
     assert len(head) < path.stat().st_size
     assert codex.sniff(path, head)
+
+
+# --- newer shapes: forks, sub-agents, injected prompts, MCP errors, new response items ----------
+
+CHILD = "019e5c03-1e99-7000-8000-000000000001"  # UUIDv7s: the fork is newer than its parent's turn
+PARENT = "019e5b00-0000-7000-8000-000000000001"
+PARENT_TURN = "019e5b00-0001-7000-8000-000000000001"
+CHILD_TURN = "019e5c03-2000-7000-8000-000000000001"
+
+
+def message(role: str, text: str) -> dict[str, Any]:
+    kind = "output_text" if role == "assistant" else "input_text"
+    return line("response_item", {"type": "message", "role": role, "content": [{"type": kind, "text": text}]})
+
+
+def turn(turn_id: str) -> list[dict[str, Any]]:
+    return [
+        line("event_msg", {"type": "task_started", "turn_id": turn_id}),
+        line("turn_context", {"turn_id": turn_id, "cwd": "/repo", "model": "gpt-5.5"}),
+    ]
+
+
+def fork_rollout(tmp_path: Path, child: str, parent_turn: str, **meta: Any) -> Path:
+    """A fork's rollout as codex writes it: its own session_meta, then a copy of its parent's
+    rollout (session_meta, a turn with a prompt and a call), then its own turn."""
+    return write(
+        tmp_path / f"rollout-2026-03-01T10-00-05-{child}.jsonl",
+        [
+            line(
+                "session_meta",
+                {"id": child, "forked_from_id": PARENT, "timestamp": T0, "cwd": "/repo", **meta},
+            ),
+            line("session_meta", {"id": PARENT, "timestamp": T0, "cwd": "/repo", "source": "cli"}),
+            *turn(parent_turn),
+            message("user", "fix the bug"),
+            call("call_parent", arguments='{"cmd": "ls"}'),
+            output("call_parent", "Process exited with code 0\nOutput:\na"),
+            *turn(CHILD_TURN),
+            message("user", "check tests"),
+            call("call_child"),
+            output("call_child", "Process exited with code 0\nOutput:\nok"),
+            message("assistant", "tests pass"),
+        ],
+    )
+
+
+def test_fork_skips_its_copy_of_the_parent(tmp_path: Path) -> None:
+    items = list(codex.parse(fork_rollout(tmp_path, CHILD, PARENT_TURN)))
+    events = events_of(items)
+    assert len(events) == len(items)
+    assert [(e.line_no, e.kind) for e in events] == [
+        (1, "meta"),  # the fork's own session_meta
+        (10, "message"),
+        (11, "tool_call"),
+        (12, "tool_result"),
+        (13, "message"),
+    ], "the parent's session_meta and turn (lines 2-7) are the parent's file's events"
+    assert {e.session_id for e in events} == {CHILD}
+    assert [e.seq for e in events] == list(range(len(events)))
+
+
+@pytest.mark.parametrize(
+    ("child", "parent_turn"),
+    [
+        pytest.param("sess-fork", PARENT_TURN, id="fork-id-not-uuid7"),
+        pytest.param(CHILD, "turn-1", id="turn-id-not-uuid7"),
+    ],
+)
+def test_fork_copy_is_kept_when_ids_cannot_be_compared(tmp_path: Path, child: str, parent_turn: str) -> None:
+    events = events_of(list(codex.parse(fork_rollout(tmp_path, child, parent_turn))))
+    prompts = [e.text for e in events if e.kind == "message" and e.role == "user"]
+    assert prompts == ["fix the bug", "check tests"], "better the parent's turn twice than the fork's lost"
+
+
+@pytest.mark.parametrize(
+    ("meta", "sidechain"),
+    [
+        pytest.param(
+            {"source": {"subagent": {"thread_spawn": {"parent_thread_id": PARENT, "depth": 1}}}},
+            True,
+            id="thread-spawn",
+        ),
+        pytest.param({"source": {"subagent": "review"}}, True, id="review"),
+        pytest.param({"source": "cli", "thread_source": "subagent"}, True, id="thread-source"),
+        pytest.param({"source": "cli", "thread_source": "user"}, False, id="main-thread"),
+    ],
+)
+def test_sub_agent_rollouts_are_sidechains(tmp_path: Path, meta: dict[str, Any], sidechain: bool) -> None:
+    records = [
+        line("session_meta", {"id": CHILD, "timestamp": T0, "cwd": "/repo", **meta}),
+        message("user", "check tests"),
+        call("c1"),
+        output("c1", "Process exited with code 0\n"),
+    ]
+    events = events_of(list(codex.parse(write(tmp_path / "rollout-x.jsonl", records))))
+    assert len(events) == 4
+    expected = (True, CHILD) if sidechain else (False, None)
+    assert {(e.is_sidechain, e.agent_id) for e in events} == {expected}
+
+
+def test_review_findings_and_hook_prompts_are_not_user_instructions(tmp_path: Path) -> None:
+    review = (
+        "<user_action>\n  <context>User initiated a review task.</context>\n  <action>review</action>\n"
+        "  <results>\n  [P1] Null deref in foo.py:12\n  </results>\n  </user_action>"
+    )
+    hook = '<hook_prompt hook_run_id="stop:1">Run the tests before you stop.</hook_prompt>'
+    records = [
+        META,
+        message("user", "add a null check to foo"),
+        message("assistant", "done"),
+        message("user", review),
+        line("event_msg", {"type": "user_message", "message": review}),
+        message("assistant", "Review found 1 issue."),
+        message("user", hook),
+        message("assistant", "Running them."),
+        message("user", "fix finding 1"),
+    ]
+    events = events_of(list(codex.parse(write(tmp_path / "rollout-x.jsonl", records))))
+    prompts = [e.text for e in events if e.kind == "message" and e.role == "user"]
+    assert prompts == ["add a null check to foo", "fix finding 1"]
+    assert [e.text for e in events if e.kind == "meta" and e.role == "system"][1:] == [review, hook]
+
+
+@pytest.mark.parametrize(
+    ("result", "is_error"),
+    [
+        pytest.param({"Err": "tool call failed: connection refused"}, True, id="err"),
+        pytest.param(
+            {"Ok": {"content": [{"type": "text", "text": "Not Found"}], "isError": True}}, True, id="is-error"
+        ),
+        pytest.param({"Ok": {"content": [{"type": "text", "text": "#1"}], "isError": False}}, False, id="ok"),
+        pytest.param({"Ok": {"content": []}}, False, id="ok-without-flag"),
+        pytest.param(None, None, id="no-result"),
+    ],
+)
+def test_mcp_tool_call_end_flags_the_result(
+    tmp_path: Path, result: dict[str, Any] | None, is_error: bool | None
+) -> None:
+    records = [
+        META,
+        call("m1", "mcp__github__get_issue", '{"n": 1}'),
+        line("event_msg", {"type": "mcp_tool_call_end", "call_id": "m1", "result": result}),
+        output("m1", "Not Found"),
+    ]
+    events = events_of(list(codex.parse(write(tmp_path / "rollout-x.jsonl", records))))
+    (result_event,) = [e for e in events if e.kind == "tool_result"]
+    assert (result_event.tool_name, result_event.exit_code, result_event.is_error) == (
+        "mcp__github__get_issue",
+        None,
+        is_error,
+    )
+
+
+def test_newer_response_items(tmp_path: Path) -> None:
+    def item(kind: str, **payload: Any) -> dict[str, Any]:
+        return line("response_item", {"type": kind, **payload})
+
+    calendar = {
+        "type": "namespace",
+        "name": "mcp__calendar__",
+        "tools": [{"type": "function", "name": "create"}],
+    }
+    records = [
+        META,
+        message("user", "book a meeting"),
+        item("additional_tools", role="developer", tools=[{"type": "function", "name": "x"}]),
+        item(
+            "tool_search_call", call_id="ts1", execution="client", arguments={"query": "calendar", "limit": 5}
+        ),
+        item("tool_search_output", call_id="ts1", status="completed", execution="client", tools=[calendar]),
+        item("function_call", name="create", namespace="mcp__calendar__", arguments="{}", call_id="c1"),
+        item(
+            "agent_message",
+            author="/root",
+            recipient="/root/worker",
+            content=[{"type": "input_text", "text": "go"}],
+        ),
+        item("context_compaction", encrypted_content="gAAA"),
+    ]
+    items = list(codex.parse(write(tmp_path / "rollout-x.jsonl", records)))
+    events = events_of(items)
+    assert len(events) == len(items), "none quarantined"
+    assert [(e.line_no, e.role, e.kind, e.tool_name) for e in events[2:]] == [
+        (4, "assistant", "tool_call", "tool_search"),
+        (5, "tool", "tool_result", "tool_search"),
+        (6, "assistant", "tool_call", "mcp__calendar__create"),
+        (7, "system", "meta", None),
+        (8, "system", "meta", None),
+    ]
+    search, loaded, _, handoff, compaction = events[2:]
+    assert (loads(search.tool_input), search.tool_call_id) == (
+        {"query": "calendar", "limit": 5},
+        "ts1",
+    )
+    assert (loaded.text, loaded.tool_call_id) == ("mcp__calendar__create", "ts1"), "named as its call is"
+    assert handoff.text == "[agent message /root -> /root/worker]\ngo"
+    assert compaction.text == "[encrypted compaction summary]"
 
 
 # --- legacy rollouts (codex-rs before the wrapped lines, mid-2025) --------------------------------
@@ -431,7 +658,7 @@ def test_legacy_rollout_reads_like_the_wrapped_one(tmp_path: Path) -> None:
     }
     assert [e.ts for e in events] == [start] + [None] * 5, "only the header is timed"
     call, result = events[3], events[4]
-    assert (call.tool_name, orjson.loads(call.tool_input)) == (
+    assert (call.tool_name, loads(call.tool_input)) == (
         "shell",
         {"command": ["bash", "-lc", "pytest"]},
     )

@@ -4,29 +4,52 @@ One session per file. Lines are `{"timestamp", "type", "payload"}`; which become
 
 - `session_meta` (the first one): a meta event holding the system prompt (`instructions`,
   or `base_instructions.text` in newer versions), timed at the session's creation; its
-  id, cwd and git remote/branch label every event. Later session_meta lines are ignored.
+  id, cwd and git remote/branch label every event. Later session_meta lines are ignored
+  (but see forks below).
 - `turn_context`: no event; its cwd and model label the events that follow.
 - `response_item`: the canonical conversation. Messages (user / assistant; developer and
-  system, and the context codex injects as user text such as AGENTS.md or
-  `<environment_context>`, become meta/system); reasoning (encrypted content becomes the
-  placeholder "[encrypted reasoning]"); function_call, custom_tool_call (apply_patch),
-  local_shell_call, web_search_call and image_generation_call as tool calls; their
-  outputs as tool results. ghost_snapshot (an undo checkpoint) gives no event.
+  system, and the context codex injects as user text such as AGENTS.md,
+  `<environment_context>`, /review's `<user_action>` findings or a hook's `<hook_prompt>`,
+  become meta/system); reasoning (encrypted content becomes the placeholder "[encrypted
+  reasoning]"); function_call, custom_tool_call (apply_patch), local_shell_call,
+  web_search_call, image_generation_call and tool_search_call (deferred-tool discovery) as
+  tool calls; their outputs as tool results (a tool_search_output's text is the loaded
+  tools' names, one a line). agent_message (a message between the agents of a multi-agent
+  run) is a meta event: context the agent reads, not the user's instruction. compaction,
+  compaction_summary and context_compaction are a meta placeholder for the encrypted
+  summary. ghost_snapshot (an undo checkpoint) and additional_tools (tool definitions added
+  mid-session) give no event.
 - `event_msg`: `error` (kind error) and `turn_aborted` (an interrupted meta event) become
-  events. `exec_command_end` and `patch_apply_end` set the exit code / error flag of the
-  matching tool result. `user_message` repeats the user's prompt, which the response_item
-  user message also holds; but some rollouts (Codex Desktop's, among others) record a prompt
-  only there. So a `user_message` becomes the user message when no response_item user
-  message pairs with it: prompts and their echoes pair up, in either order, until the agent
-  next acts (a reasoning, a reply, a call), so no prompt is counted twice and none is lost.
-  The rest (agent_message, agent_reasoning, token_count, task_started...) repeat response
-  items or are UI telemetry, and new kinds appear with every release, so they are skipped
-  rather than quarantined.
+  events. `exec_command_end`, `patch_apply_end` and `mcp_tool_call_end` set the exit code /
+  error flag of the matching tool result (an MCP call's `result` is `{"Err": ...}`, or
+  `{"Ok": {..., "isError"}}`). `user_message` repeats the user's prompt, which the
+  response_item user message also holds; but some rollouts (Codex Desktop's, among others)
+  record a prompt only there. So a `user_message` becomes the user message when no
+  response_item user message pairs with it: prompts and their echoes pair up, in either
+  order, until the agent next acts (a reasoning, a reply, a call), so no prompt is counted
+  twice and none is lost. The rest (event_msg's agent_message, agent_reasoning, token_count,
+  task_started...) repeat response items or are UI telemetry, and new kinds appear with every
+  release, so they are skipped rather than quarantined.
 - Tool names: a function_call with a `namespace` (Codex Desktop's MCP tools: `"namespace":
   "mcp__<server>__", "name": "js"`) is named as Claude Code names MCP tools,
   `mcp__<server>__js`; the same server's tools stay apart from the built-in tools, and the
   vocabulary keeps such a name as it is.
 - `compacted`: a meta event with the compaction summary.
+
+Sub-agents and forks. A sub-agent's rollout (spawned by a parent thread, or a /review or
+compaction task) is its own file, whose session_meta says so: `source: {"subagent": ...}` or
+`thread_source: "subagent"`. Its events are marked as Claude Code marks a sub-agent's,
+`is_sidechain` with `agent_id` its own thread id, so the prompt its parent wrote is not taken
+for a user's instruction. (Its events stay in its own session, the thread id; they do not
+join the parent's session as Claude Code's sub-agent files do.) A fork (`forked_from_id`:
+/fork, or a sub-agent given its parent's context) starts with its own session_meta, then
+copies its parent's rollout: the parent's session_meta, then the parent's lines, then the
+fork's own turns. The copy is the parent's session, already read from the parent's file, so
+it is skipped: from a later session_meta with another id up to the first `task_started`
+whose turn id is not older than the fork's own id. Both are UUIDv7, which carry their
+creation time. When the ages cannot be compared, less is skipped: nothing when the fork's id
+is no UUIDv7, and the skip ends at a task_started whose turn id is none. The parent's turns
+counted twice are the lesser harm; skipping too far would lose the fork's own.
 
 Times are believed only from 2015 to a day past the file's last write (`common.Clock`): the
 session starts at the earliest believed one, and a line with another is kept untimed, with an
@@ -44,11 +67,12 @@ Exit codes come from the output's own metadata (`{"output", "metadata": {"exit_c
 codex <= 0.77 and apply_patch), from an `Exit code:` / `Process exited with code` header
 on the output of the call that launched the command, or from `exec_command_end`. In
 newer versions a command still running when its exec_command returns ("Process running
-with session ID ...") is finished by later write_stdin polls, and its exec_command_end
-arrives a few lines after the exec_command's result; that result is held back (with
-everything after it, so file order is kept) until the end arrives, at most _HOLD_CAP
-items. The exit code is given to the launching call only, never to the polls, so each
-failed command counts once.
+with session ID N") is finished by later write_stdin polls of session N. Its result is held
+back (with everything after it, so file order is kept), at most _HOLD_CAP items, until its
+exit code arrives: in the exec_command_end a few lines later, or, where codex persists no
+exec_command_end, in the `Process exited with code` header of the poll that saw the command
+exit. The exit code is given to the launching call only, never to the polls, so each failed
+command counts once.
 
     from trajectory_pipeline.ingest.parsers import codex
     events = list(codex.parse(Path("~/.codex/sessions/2026/05/11/rollout-....jsonl").expanduser()))
@@ -111,12 +135,15 @@ _CONTEXT_PREFIXES = (
     "<user_shell_command>",
     "<turn_aborted>",
     "<subagent_notification>",
+    "<user_action>",  # /review's findings, handed to the parent thread (templates/review/exit_*.xml)
+    "<hook_prompt",  # a hook's continuation prompt (`<hook_prompt hook_run_id=...>`)
 )
 _LAUNCHERS = frozenset({"exec_command", "shell", "shell_command", "local_shell", "container.exec"})
 _HEADER_CHARS = 512
 _EXITED = re.compile(r"^(?:Process exited with code|Exit code:)\s*(-?\d+)\s*$", re.MULTILINE)
 _RUNNING = "Process running with session ID"  # at the start of a line of the header
 _RUNNING_LINE = "\n" + _RUNNING
+_RUNNING_ID = re.compile(r"^Process running with session ID (\d+)", re.MULTILINE)
 
 # Keys of a legacy session header (SessionMeta, flattened with its `git` since codex-rs 0.1.x).
 _LEGACY_HEADER_KEYS = frozenset(
@@ -165,6 +192,8 @@ class _Head(NamedTuple):
     remote_url: str | None
     git_branch: str | None
     model: str | None
+    agent_id: str | None  # a sub-agent's rollout: its own thread id, else None
+    fork_ms: int | None  # a fork with a UUIDv7 id: its creation time (ms), else None
 
 
 def _read_head(path: Path, clock: Clock, objects: Iterable[dict[str, Any]] | None = None) -> _Head:
@@ -173,13 +202,19 @@ def _read_head(path: Path, clock: Clock, objects: Iterable[dict[str, Any]] | Non
     meta, first_ts, model = _scan_head(head_objects(path) if objects is None else objects, clock)
     git_value = meta.get("git")
     git: dict[str, Any] = git_value if isinstance(git_value, dict) else {}
+    session_id = _text_or_none(meta.get("id")) or _id_from_name(path)
+    source = meta.get("source")
+    subagent = (isinstance(source, dict) and "subagent" in source) or meta.get("thread_source") == "subagent"
+    forked = _text_or_none(meta.get("forked_from_id")) is not None
     return _Head(
-        session_id=_text_or_none(meta.get("id")) or _id_from_name(path),
+        session_id=session_id,
         session_start=_session_start(path, meta, first_ts, clock),
         cwd=_text_or_none(meta.get("cwd")),
         remote_url=_text_or_none(git.get("repository_url")),
         git_branch=_text_or_none(git.get("branch")),
         model=model,
+        agent_id=session_id if subagent else None,
+        fork_ms=_uuid7_ms(session_id) if forked else None,
     )
 
 
@@ -230,6 +265,13 @@ def _text_or_none(value: object) -> str | None:
 def _id_from_name(path: Path) -> str:
     match = _UUID.search(path.stem)
     return match.group(0) if match else path.stem
+
+
+def _uuid7_ms(value: object) -> int | None:
+    """The creation time (Unix ms, its first 48 bits) a UUIDv7 carries; None for anything else."""
+    if isinstance(value, str) and _UUID.match(value) and value[14] == "7":
+        return int(value[:8] + value[9:13], 16)
+    return None
 
 
 def earliest_start(path: Path) -> int:
@@ -346,12 +388,19 @@ class _Rollout:
         self._repo_remote = head.remote_url  # the remote `repo` was named with
         self.seq = 0
         self.seen_meta = False
+        self.agent_id = head.agent_id
+        self._fork_ms = head.fork_ms
+        self._copying = False  # inside a fork's copy of its parent's rollout (see the docstring)
         self.call_names: dict[str, str] = {}
         # Prompts given as response_item user messages, and as event_msg user_message echoes, that
         # the other has not paired with yet; both reset when the agent acts (see the docstring).
         self._unechoed_prompts = 0
         self._prompts_from_echoes = 0
         self.early_outcomes: dict[str, _Outcome] = {}  # exits reported before their result
+        # A command still running when its launching call returned: its process session id -> the
+        # launching call; and a write_stdin poll of such a session -> that launching call.
+        self._running: dict[str, str] = {}
+        self._polls: dict[str, str] = {}
         self.hold = _Holdback()
 
     def feed(self, item: JsonLine | BadLine) -> None:
@@ -363,6 +412,8 @@ class _Rollout:
         self._line_no, self._record = line_no, obj
         try:
             kind = obj.get("type")
+            if self._copying and not self._copy_ends(kind, obj.get("payload")):
+                return  # the parent's session, copied into a fork: its events come from its own file
             handler = _RECORDS.get(kind) if isinstance(kind, str) else None
             if handler is None:
                 self._bare_record(line_no, obj, kind)
@@ -377,6 +428,18 @@ class _Rollout:
                 note = note.removeprefix("payload.")
             bad = bad_record(SOURCE, self.source_path, line_no, reason, obj, note)
             self.hold.push(self._label(bad))
+
+    def _copy_ends(self, kind: object, payload: object) -> bool:
+        """Whether this line of a fork's copy of its parent is the fork's own first turn: a
+        task_started whose turn id is not older than the fork. A turn id that is no UUIDv7
+        ends the copy too: better keep the parent's turns twice than lose the fork's own."""
+        if kind != "event_msg" or not isinstance(payload, dict):
+            return False
+        if payload.get("type") not in ("task_started", "turn_started"):
+            return False
+        turn_ms = _uuid7_ms(payload.get("turn_id"))
+        self._copying = turn_ms is not None and self._fork_ms is not None and turn_ms < self._fork_ms
+        return not self._copying
 
     def _label(self, bad: BadLine) -> BadLine:
         return bad._replace(session_id=self.session_id, session_start=self.session_start)
@@ -422,8 +485,8 @@ class _Rollout:
                 self.repo,
                 self.git_branch,
                 self.model,
-                False,  # is_sidechain
-                None,  # agent_id
+                self.agent_id is not None,  # is_sidechain
+                self.agent_id,
                 None,  # event_id
                 None,  # parent_id
                 interrupted,
@@ -453,6 +516,10 @@ class _Rollout:
     # --- top-level records ---
 
     def session_meta(self, line_no: int, stamp: object, payload: dict[str, Any]) -> None:
+        other = payload.get("id")
+        if self._fork_ms is not None and isinstance(other, str) and other != self.session_id:
+            self._copying = True  # the parent's session_meta: a copy of its rollout follows
+            return
         if self.seen_meta:
             return
         git = get_dict(payload, "git", "payload.") or {}
@@ -485,8 +552,8 @@ class _Rollout:
         handler(self, line_no, stamp, payload)
 
     def event_msg(self, line_no: int, stamp: object, payload: dict[str, Any]) -> None:
-        # user_message / agent_message repeat the response_item messages (both are written since
-        # codex 0.3x), so messages come from response items only and are never counted twice.
+        # agent_message repeats the response_item assistant message, so it is skipped; user_message
+        # may be a prompt's only record (`_user_message`, and the docstring).
         kind = get_str(payload, "type", "payload.")
         if kind == "exec_command_end":
             exit_code = get_int(payload, "exit_code", "payload.")
@@ -494,6 +561,9 @@ class _Rollout:
         elif kind == "patch_apply_end":
             success = payload.get("success")
             failed = None if not isinstance(success, bool) else not success
+            self._settle(get_str(payload, "call_id", "payload."), _Outcome(None, failed))
+        elif kind == "mcp_tool_call_end":
+            failed = _mcp_failed(get_dict(payload, "result", "payload."))
             self._settle(get_str(payload, "call_id", "payload."), _Outcome(None, failed))
         elif kind == "error":
             text = get_str(payload, "message", "payload.")
@@ -551,6 +621,8 @@ class _Rollout:
     def function_call(self, line_no: int, stamp: object, payload: dict[str, Any]) -> None:
         arguments = parse_arguments(payload.get("arguments"), "payload.arguments")
         self._call(line_no, stamp, payload, arguments)
+        if payload.get("name") == "write_stdin":
+            self._note_poll(payload.get("call_id"), arguments.get("session_id"))
 
     def custom_tool_call(self, line_no: int, stamp: object, payload: dict[str, Any]) -> None:
         self._call(line_no, stamp, payload, {"input": get_str(payload, "input", "payload.")})
@@ -587,6 +659,12 @@ class _Rollout:
         if exit_code is None and early is not None:
             exit_code = early.exit_code
         waits = call_id is not None and exit_code is None and _still_running(header)
+        if call_id is not None:
+            if waits and (running := _RUNNING_ID.search(header)):
+                _remember(self._running, running.group(1), call_id)  # its polls will name this session
+            launcher = self._polls.pop(call_id, None)
+            if launcher is not None and text:
+                self._poll_saw_exit(launcher, text[:_HEADER_CHARS])
         self._emit(
             line_no,
             stamp,
@@ -599,6 +677,29 @@ class _Rollout:
             is_error=_is_error(exit_code, failed),
             wait_for=call_id if waits else None,
         )
+
+    def tool_search_call(self, line_no: int, stamp: object, payload: dict[str, Any]) -> None:
+        """Deferred-tool discovery: `arguments` (`{"query", "limit"}`) is an object, not a JSON string."""
+        arguments = parse_arguments(payload.get("arguments"), "payload.arguments")
+        call = {"name": "tool_search", "call_id": get_str(payload, "call_id", "payload.")}
+        self._call(line_no, stamp, call, arguments)
+
+    def tool_search_output(self, line_no: int, stamp: object, payload: dict[str, Any]) -> None:
+        """The tools a tool_search loaded (their full specs): the result is their names, one a line."""
+        call_id = get_str(payload, "call_id", "payload.")
+        names = _loaded_tool_names(get_list(payload, "tools", "payload.") or ())
+        name = (self.call_names.get(call_id) if call_id is not None else None) or "tool_search"
+        self._emit(
+            line_no, stamp, "tool", "tool_result", "\n".join(names), tool_name=name, tool_call_id=call_id
+        )
+
+    def agent_message(self, line_no: int, stamp: object, payload: dict[str, Any]) -> None:
+        """A message between the agents of a multi-agent run (a task for a sub-agent, its report):
+        context the agent reads, not the user's instruction."""
+        author = get_str(payload, "author", "payload.") or "?"
+        recipient = get_str(payload, "recipient", "payload.") or "?"
+        text = content_text(payload.get("content"), "payload.content")
+        self._emit(line_no, stamp, "system", "meta", f"[agent message {author} -> {recipient}]\n{text or ''}")
 
     def compaction(self, line_no: int, stamp: object, payload: dict[str, Any]) -> None:
         self._emit(line_no, stamp, "system", "meta", "[encrypted compaction summary]")
@@ -634,6 +735,18 @@ class _Rollout:
         else:
             _remember(self.early_outcomes, call_id, outcome)
 
+    def _note_poll(self, call_id: object, session: object) -> None:
+        """A write_stdin call polling `session`: linked to the call that launched it, if still running."""
+        launcher = self._running.get(str(session)) if isinstance(session, int | str) else None
+        if launcher is not None and isinstance(call_id, str):
+            _remember(self._polls, call_id, launcher)
+
+    def _poll_saw_exit(self, launcher: str, header: str) -> None:
+        """A write_stdin poll whose output says the command exited settles the launching call's
+        held result; the poll's own result gets no exit code (see the docstring)."""
+        if self.hold.waits_for(launcher) and _may_hold_exit(header) and (exited := _EXITED.search(header)):
+            self._settle(launcher, _Outcome(int(exited.group(1)), None))
+
     def _set_cwd(self, cwd: str | None) -> None:
         if cwd and (cwd != self.cwd or self.remote_url != self._repo_remote):  # else the repo stands
             self.cwd = cwd
@@ -663,6 +776,37 @@ def _still_running(header: str) -> bool:
 
 def _is_injected_context(text: str | None) -> bool:
     return text is not None and text.lstrip()[:40].lower().startswith(_CONTEXT_PREFIXES)
+
+
+def _mcp_failed(result: dict[str, Any] | None) -> bool | None:
+    """Whether an MCP call failed, from mcp_tool_call_end's `result`: serde's form of Rust's
+    `Result<CallToolResult, String>`, `{"Err": message}` or `{"Ok": {..., "isError": bool}}`; MCP
+    reads a missing isError as false. None when the result is missing or of another shape."""
+    if result is None:
+        return None
+    if "Err" in result:
+        return True
+    ok = result.get("Ok")
+    if not isinstance(ok, dict):
+        return None
+    return ok.get("isError", ok.get("is_error")) is True
+
+
+def _loaded_tool_names(tools: Iterable[Any]) -> list[str]:
+    """The names of the tool specs a tool_search_output loaded: a namespace's tools by the
+    names their calls will have (`qualified_name`), a lone function by its own."""
+    names: list[str] = []
+    for spec in tools:
+        if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
+            continue
+        inner = spec.get("tools")
+        if not isinstance(inner, list):
+            names.append(spec["name"])
+            continue
+        for tool in inner:
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                names.append(qualified_name(spec["name"], tool["name"]))
+    return names
 
 
 def _parts_text(parts: list[Any] | None) -> str:
@@ -719,7 +863,12 @@ _RESPONSE_ITEMS: dict[str, _Handler] = {
     "image_generation_call": _Rollout.image_generation_call,
     "function_call_output": _Rollout.tool_output,
     "custom_tool_call_output": _Rollout.tool_output,
+    "tool_search_call": _Rollout.tool_search_call,
+    "tool_search_output": _Rollout.tool_search_output,
+    "agent_message": _Rollout.agent_message,
     "compaction": _Rollout.compaction,
     "compaction_summary": _Rollout.compaction,
+    "context_compaction": _Rollout.compaction,
     "ghost_snapshot": _Rollout.ignore,
+    "additional_tools": _Rollout.ignore,
 }
