@@ -7,12 +7,25 @@ aider appends every session to the same markdown file:
 - `#### ` lines are the user's input (one message per run of lines), slash
   commands (`/ask`, `/code`, `/model`, `/run`...) included, as typed;
 - `> ` lines are aider's own output (banner, token counts, commits, confirmations).
-  Only the first line of a multi-line confirmation is quoted, so unquoted lines
-  right after a quote belong to it, as in markdown;
+  aider quotes only the first line of a multi-line message, so unquoted lines right
+  after a quote belong to it, as in markdown. It also ends every message with a
+  markdown line break (two spaces), and a report that has blank lines in it (a failed
+  edit's "# 1 SEARCH/REPLACE block failed to match!", a malformed reply echoed back)
+  runs on, blank lines and all, to the line that carries that break;
+- the banner's `Main model:` (`Model:` when the weak model is the main one, `Models:`
+  in older versions) line names the model of the replies that follow and their
+  edit format;
 - everything else is the model's reply. Its SEARCH/REPLACE edit blocks become
   `search_replace` tool calls (file_path, old_string, new_string), the prose
   between them assistant messages, and aider's "Applied edit to X" (or its
-  "failed to match" error) their results.
+  "failed to match" error) their results. The file name is found as aider's
+  `find_filename` finds it: up to 3 lines above the block, through fence lines,
+  with a markdown-escaped `\\_` read as `_`.
+  In the `whole` edit format a reply has no blocks but file listings (a file name
+  line, then the file in a fence): each is a `search_replace` with an empty
+  old_string, which the vocabulary reads as a file write (not for the reply to a
+  one-shot `/ask`, `/help`, `/context` or `/architect`). Replies in the `udiff` and
+  `patch` formats, and an architect's editor in `editor-whole`, stay prose.
 
 The log has no per-message times: `ts` is None except on the session-start event.
 A model heading written as `#### ` is read as user input: the log cannot tell them apart.
@@ -63,9 +76,16 @@ _SEARCH = re.compile(r"^<{5,9} SEARCH>?\s*$")
 _DIVIDER = re.compile(r"^={5,9}\s*$")
 _REPLACE = re.compile(r"^>{5,9} REPLACE\s*$")
 _APPLIED = re.compile(r"^Applied edit to (.+?)\s*$")
-_MAIN_MODEL = re.compile(r"^Main model: (\S+)")
+# "Main model: m with diff edit format"; "Model:" when the weak model is the main model (usual
+# with local models), and in older versions "Models: m with diff edit format, weak model w" or
+# "Model: m using diff edit format".
+_MODEL = re.compile(r"^(?:Main model|Models?): (\S+)(?: (?:with|using) (\S+) edit format)?")
 _EDIT_FAILED = ("failed to match", "did not conform to the edit format")
 _INTERRUPTED = "^C again to exit"
+_LINE_BREAK = "  "  # the markdown line break aider ends each of its messages with
+# One-shot commands whose reply is answered without edits (`/ask why?` in a whole-format
+# session announces nothing, so the session's format would read its code blocks as listings).
+_NO_EDIT_COMMANDS = frozenset({"/ask", "/help", "/context", "/architect"})
 
 Line = tuple[int, str]
 
@@ -136,45 +156,111 @@ def _is_fence(text: str) -> bool:
 
 
 def _blocks(lines: Iterator[Line | BadLine]) -> Iterator[Block | BadLine]:
-    """Group lines into blocks. User input and headers always win; inside a reply, a `>` line
-    starts aider's output only after a blank line and outside a code fence."""
-    kind = ""
-    buffer: list[Line] = []
-    after_blank, in_fence = True, False
+    """Group lines into blocks (see `_Grouper`)."""
+    grouper = _Grouper()
     for item in lines:
+        yield from grouper.feed(item)
+    yield from grouper.close()
+
+
+class _Grouper:
+    """Groups lines into blocks. User input and headers always win; inside a reply, a `>` line
+    starts aider's output only after a blank line and outside a code fence; a blank line ends
+    aider's output, except inside one of its multi-line messages.
+
+    aider quotes only the first line of a multi-line message and ends its last line with a
+    markdown line break, so once the log is seen to use those breaks, a quoted line without
+    one opens a message that may run on past blank lines. Its lines are held until an
+    unquoted line with the break closes it; when a quoted line, user input, a header or the
+    end of the file comes first, the quote was a one-line message (or a quote in the model's
+    reply) after all, and the held lines are grouped as if none had been held.
+    """
+
+    def __init__(self) -> None:
+        self.kind = ""
+        self.buffer: list[Line] = []
+        self.after_blank, self.in_fence = True, False
+        self.uses_breaks = False
+        self.held: list[Line | BadLine] | None = None  # lines of a message not yet closed
+
+    def feed(self, item: Line | BadLine) -> Iterator[Block | BadLine]:
+        if self.held is not None:
+            if isinstance(item, BadLine) or not _breaks_message(item[1]):
+                self.held.append(item)
+                if not isinstance(item, BadLine) and _closes_message(item[1]):
+                    yield from self._take_held()
+                return
+            yield from self._give_back_held()
         if isinstance(item, BadLine):
             yield item
-            continue
+            return
         _, text = item
         blank = not text.strip()
         if _HEADER.match(text):
-            yield from _flush(kind, buffer)
+            yield from self._flush()
             yield Block("header", [item])
-            kind, buffer, after_blank = "", [], False
-            continue
+            self.after_blank = False
+            return
         if _is_user(text):
-            if kind != "user":
-                yield from _flush(kind, buffer)
-                kind, buffer = "user", []
-        elif _is_quote(text) and (kind != "assistant" or (after_blank and not in_fence)):
-            if kind != "tool":
-                yield from _flush(kind, buffer)
-                kind, buffer = "tool", []
+            if self.kind != "user":
+                yield from self._start("user")
+        elif _is_quote(text) and (self.kind != "assistant" or (self.after_blank and not self.in_fence)):
+            if self.kind != "tool":
+                yield from self._start("tool")
+            self.uses_breaks = self.uses_breaks or text.endswith(_LINE_BREAK)
+            if self.uses_breaks and not text.endswith(_LINE_BREAK):
+                self.held = []
         elif blank:
-            if kind in ("tool", "user"):
-                yield from _flush(kind, buffer)
-                kind, buffer = "", []
-                after_blank = True
-                continue
-        elif kind not in ("assistant", "tool"):
-            yield from _flush(kind, buffer)
-            kind, buffer, in_fence = "assistant", [], False
-        if kind == "assistant" and _is_fence(text):
-            in_fence = not in_fence
-        if kind:
-            buffer.append(item)
-        after_blank = blank
-    yield from _flush(kind, buffer)
+            if self.kind in ("tool", "user"):
+                yield from self._flush()
+                self.after_blank = True
+                return
+        elif self.kind not in ("assistant", "tool"):
+            yield from self._start("assistant")
+            self.in_fence = False
+        if self.kind == "assistant" and _is_fence(text):
+            self.in_fence = not self.in_fence
+        if self.kind:
+            self.buffer.append(item)
+        self.after_blank = blank
+
+    def close(self) -> Iterator[Block | BadLine]:
+        if self.held is not None:
+            yield from self._give_back_held()
+        yield from self._flush()
+
+    def _start(self, kind: str) -> Iterator[Block]:
+        yield from self._flush()
+        self.kind = kind
+
+    def _flush(self) -> Iterator[Block]:
+        yield from _flush(self.kind, self.buffer)
+        self.kind, self.buffer = "", []
+
+    def _take_held(self) -> Iterator[BadLine]:
+        """The held lines were one message: they join aider's output."""
+        held, self.held = self.held or [], None
+        for item in held:
+            if isinstance(item, BadLine):
+                yield item
+            else:
+                self.buffer.append(item)
+        self.after_blank = False
+
+    def _give_back_held(self) -> Iterator[Block | BadLine]:
+        """No message was open: group the held lines as usual (none of them can hold again)."""
+        held, self.held = self.held or [], None
+        for item in held:
+            yield from self.feed(item)
+
+
+def _breaks_message(text: str) -> bool:
+    """A line that cannot be inside one of aider's messages: a header, user input, a quote."""
+    return bool(_HEADER.match(text)) or _is_user(text) or _is_quote(text)
+
+
+def _closes_message(text: str) -> bool:
+    return bool(text.strip()) and text.endswith(_LINE_BREAK)
 
 
 def _flush(kind: str, buffer: list[Line]) -> Iterator[Block]:
@@ -186,12 +272,15 @@ def _flush(kind: str, buffer: list[Line]) -> Iterator[Block]:
 
 @dataclass
 class _State:
-    """The session being read, the model in use and the edit calls awaiting aider's verdict."""
+    """The session being read, the model and edit format in use and the edit calls awaiting
+    aider's verdict."""
 
     path: Path
     session_id: str = ""
     session_start: int = 0
     model: str | None = None
+    edit_format: str | None = None
+    no_edits: bool = False  # the turn is a one-shot command that makes no edits
     seq: int = 0
     pending: list[tuple[str, str | None]] = field(default_factory=list)
     headers_seen: Counter[str] = field(default_factory=Counter)
@@ -234,7 +323,7 @@ class _State:
         self.session_id = self._session_id(stamp)
         start = parse_ts(stamp)
         self.session_start = start if start is not None else file_mtime_us(self.path)
-        self.model, self.pending = None, []
+        self.model, self.edit_format, self.no_edits, self.pending = None, None, False, []
         yield {
             "line_no": line_no,
             "ts": self.session_start,
@@ -247,6 +336,7 @@ class _State:
         self.pending = []
         text = "\n".join(line[5:].rstrip() if line.startswith("#### ") else "" for _, line in lines)
         text = text.strip("\n")
+        self.no_edits = text.split(maxsplit=1)[0] in _NO_EDIT_COMMANDS if text.strip() else False
         yield {"line_no": lines[0][0], "role": "user", "kind": "message", "text": text}
 
     def _tool(self, lines: list[Line]) -> Iterator[Fields]:
@@ -254,9 +344,9 @@ class _State:
         run: list[Line] = []
         for index, (line_no, raw) in enumerate(lines):
             text = raw[2:].rstrip() if _is_quote(raw) else raw.rstrip()
-            model = _MAIN_MODEL.match(text)
+            model = _MODEL.match(text)
             if model:
-                self.model = model.group(1)
+                self.model, self.edit_format = model.group(1), model.group(2)
             applied = _APPLIED.match(text)
             if applied and any(_same_path(path, applied.group(1)) for _, path in self.pending):
                 yield from _meta(run)
@@ -288,7 +378,12 @@ class _State:
 
     def _assistant(self, lines: list[Line]) -> Iterator[Fields]:
         base = {"role": "assistant", "model": self.model}
-        for piece in split_reply(lines):
+        pieces = list(split_reply(lines))
+        # A model in the whole format may send SEARCH/REPLACE blocks anyway. aider then writes the
+        # fenced text, markers and all; the blocks are kept as the edits the model meant.
+        if self.edit_format == "whole" and not self.no_edits and not any(isinstance(p, Edit) for p in pieces):
+            pieces = list(split_whole(lines))
+        for piece in pieces:
             if isinstance(piece, Edit):
                 call_id = f"{self.session_id}:{piece.line_no}"
                 self.pending.append((call_id, piece.file_path))
@@ -307,7 +402,12 @@ class _State:
 
 
 def _same_path(ours: str | None, aiders: str) -> bool:
-    return ours is not None and ours.removeprefix("./") == aiders.removeprefix("./")
+    return ours is not None and _plain_path(ours) == _plain_path(aiders)
+
+
+def _plain_path(path: str) -> str:
+    # aider's "Applied edit to" line may name the file with `\_` where we unescaped it.
+    return path.removeprefix("./").replace("\\_", "_")
 
 
 def _meta(run: list[Line]) -> Iterator[Fields]:
@@ -325,7 +425,7 @@ def _meta(run: list[Line]) -> Iterator[Fields]:
 class Edit(NamedTuple):
     """One SEARCH/REPLACE block of a reply."""
 
-    line_no: int  # the SEARCH marker's line
+    line_no: int  # the SEARCH marker's line; a whole-file listing's opening fence
     file_path: str | None
     old: str
     new: str
@@ -360,21 +460,54 @@ def _edit_at(lines: list[Line], index: int, floor: int) -> tuple[int, int, str |
     replace = _find(lines, _REPLACE, divider + 1) if divider is not None else None
     if divider is None or replace is None:
         return None
-    first, path, fenced = index, None, False
+    # As aider's find_filename: the name is on one of the 3 lines above the marker, with only
+    # fence lines between (some models fence the name itself: "```python", "name.py", "```",
+    # "```python", SEARCH).
+    first, path = index, None
     for back in range(index - 1, max(floor, index - 3) - 1, -1):
         text = lines[back][1].strip()
-        if _is_fence(text) and not fenced:
-            first, fenced = back, True
-        elif path is None and (name := _file_name(text)):
-            first, path = back, name
-        else:
+        if not _is_fence(text):
+            path = _file_name(text)
+            if path is not None:
+                first = back
+                if back < index - 1 and back > floor and _is_fence(lines[back - 1][1]):
+                    first = back - 1  # the fence opened around the name belongs to the block too
             break
+    if path is None and index > floor and _is_fence(lines[index - 1][1]):
+        first = index - 1  # the fence that opens an unnamed block belongs to it
     end = replace + 1
     if end < len(lines) and lines[end][1].strip() == "```":
         end += 1
     old = "\n".join(text for _, text in lines[index + 1 : divider])
     new = "\n".join(text for _, text in lines[divider + 1 : replace])
     return first, end, path, old, new
+
+
+def split_whole(lines: list[Line]) -> Iterator[Edit | Line]:
+    """A reply in aider's `whole` edit format as prose pieces and file listings.
+
+    As aider's WholeFileCoder reads it, every fenced block is a listing: the whole new text of
+    the file named on the line above its opening fence. A listing becomes an Edit with an empty
+    SEARCH part, a file write. A listing under a blank line or a sentence stays prose (aider
+    would write the chat's only file, which the log does not name), and so does an unclosed one
+    (a reply cut off). Like aider, a fence counts only at the start of a line.
+    """
+    start, index = 0, 0
+    while index < len(lines):
+        if not lines[index][1].startswith("```"):
+            index += 1
+            continue
+        close = next((i for i in range(index + 1, len(lines)) if lines[i][1].startswith("```")), None)
+        if close is None:
+            break
+        name = _file_name(lines[index - 1][1].strip()) if index > start else None
+        if name is not None:
+            yield from _prose(lines[start : index - 1])
+            content = "\n".join(text for _, text in lines[index + 1 : close])
+            yield Edit(lines[index][0], name, "", content)
+            start = close + 1
+        index = close + 1
+    yield from _prose(lines[start:])
 
 
 def _find(lines: list[Line], pattern: re.Pattern[str], start: int) -> int | None:
@@ -389,6 +522,11 @@ def _file_name(text: str) -> str | None:
     name = text.rstrip(":").lstrip("#").strip().strip("`*").strip()
     if not name or name == "..." or any(char.isspace() for char in name):
         return None
+    # Markdown escapes `_` as `\_`. aider unescaped it until a Windows path lost its separator
+    # (`dir\_x.py`, aider #914); since then it matches the name to the chat's files, which lands
+    # on the same file. A name with other backslashes is such a Windows path: kept as written.
+    if "\\" not in name.replace("\\_", ""):
+        name = name.replace("\\_", "_")
     return name
 
 
