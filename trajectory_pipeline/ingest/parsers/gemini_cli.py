@@ -1,11 +1,23 @@
-"""Gemini CLI chat files: `~/.gemini/tmp/<projectHash>/chats/session-*.json`.
+"""Gemini CLI chats: `~/.gemini/tmp/<project>/chats/`, one file per session, in two layouts.
 
-One JSON object per file, rewritten whole by the CLI after every message:
-`{sessionId, projectHash, startTime, lastUpdated, messages: [...]}`. Messages are
-`user`, `gemini` (the assistant), `info`, `warning` or `error`. One `gemini`
+`session-*.json`, before v0.39: one JSON object, rewritten whole by the CLI after every message,
+`{sessionId, projectHash, startTime, lastUpdated, messages: [...]}`.
+
+`session-*.jsonl`, from v0.39 on (google-gemini/gemini-cli#23749): an append-only log of the same
+messages, re-appended whole when they change, with metadata updates and rewinds between them;
+`gemini_jsonl` rebuilds the session from it (and says why a `$set.messages` restatement of the
+history is not read). A subagent logs to
+`chats/<parent session id>/<agent id>.jsonl` (`kind: "subagent"`): its events belong to the parent
+session, marked `is_sidechain` with `agent_id` its own id, and start when the parent started (read
+from the parent's log), as Claude Code's sub-agents do, so both land in the parent's partition.
+
+Messages are `user`, `gemini` (the assistant), `info`, `warning` or `error`. One `gemini`
 record can hold several model turns: its thoughts and tool calls carry their own
 timestamps, so they are replayed in time order, each batch of parallel calls (same
 timestamp) followed by its results, which is what the model saw before its next call.
+Function-call and function-response parts in a message's content are not read as text: they
+restate its `toolCalls` (the JSONL CLI records each batch of tool results as a `user` message
+holding only such parts).
 
 `logs.json` beside the chats (a list of the user's prompts) is deliberately not read:
 every prompt in it is also a user message of the session file, and it has no tool
@@ -19,11 +31,13 @@ it as `not_an_object`.
 from __future__ import annotations
 
 import codecs
+import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from trajectory_pipeline.ingest.parsers import gemini_jsonl
 from trajectory_pipeline.ingest.parsers.common import (
     MAX_FILE_BYTES,
     Clock,
@@ -44,10 +58,16 @@ from trajectory_pipeline.schema import (
 )
 
 SOURCE = "gemini_cli"
-GLOBS: tuple[str, ...] = ("**/session-*.json",)
+# The listing matches file names, not folders: a subagent's log is told by its name, the CLI's
+# agent id (a UUID), so that no other `.jsonl` under the root is listed and flagged unrecognized.
+GLOBS: tuple[str, ...] = (
+    "**/session-*.json",  # before v0.39
+    "**/session-*.jsonl",  # from v0.39 on
+    "**/????????-????-????-????-????????????.jsonl",  # a subagent's, in chats/<parent session id>/
+)
 TITLE = "Gemini CLI"
 DEFAULT_ROOT = "~/.gemini/tmp"  # where the tool writes
-HOLDS = "chats (<hash>/chats/session-*.json)"
+HOLDS = "chats (<project>/chats/session-*.json or .jsonl, subagents' <session>/<agent>.jsonl)"
 VOCABULARY = "gemini_cli"  # its table in mining/vocabulary.py
 PATH_DATED = True  # whether file paths carry the session's date
 
@@ -74,18 +94,27 @@ IdCall = tuple[str, dict[str, Any]]
 
 
 def sniff(path: Path, head: bytes) -> bool:
-    """A pretty-printed JSON object that opens with the chat record's keys.
+    """A JSON object that opens with the chat record's keys, or a log whose metadata record is
+    among its first lines.
 
     Keys are matched with their unescaped quotes, so a JSONL transcript that merely
     mentions them inside a string does not match.
     """
     head = head.removeprefix(codecs.BOM_UTF8)
-    return head.lstrip()[:1] == b"{" and all(key.search(head) for key in _SNIFF_KEYS)
+    if head.lstrip()[:1] != b"{":
+        return False
+    return all(key.search(head) for key in _SNIFF_KEYS) or gemini_jsonl.sniff(head)
 
 
 def earliest_start(path: Path) -> int | None:
-    """`startTime`, or the first message's timestamp, from the file's head (believed ones only)."""
+    """`startTime`, or the first message's timestamp, from the file's head (believed ones only);
+    for a subagent's log, its parent's start, which `parse` gives its events."""
     head = read_head(path)
+    if path.suffix == ".jsonl":
+        parent = gemini_jsonl.subagent_parent(path, gemini_jsonl.head_metadata(head))
+        start = gemini_jsonl.parent_start(path, parent) if parent is not None else None
+        if start is not None:
+            return start
     clock = Clock(path)
     found = (pattern.search(head) for pattern in (_START_TIME, _TIMESTAMP))
     stamps = [clock.believe(match.group(1).decode("utf-8", "replace")) for match in found if match]
@@ -94,7 +123,11 @@ def earliest_start(path: Path) -> int | None:
 
 
 def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | BadLine]:
-    """Events of the one session in the file; the file is capped by MAX_FILE_BYTES, not lines."""
+    """Events of the one session in the file. A `.json` file is read whole, capped by
+    MAX_FILE_BYTES; a `.jsonl` log line by line, each line capped by `max_line_bytes`."""
+    if path.suffix == ".jsonl":
+        yield from _parse_log(path, max_line_bytes)
+        return
     doc = load_json_document(path, SOURCE, MAX_FILE_BYTES)
     if isinstance(doc, BadLine):
         yield doc
@@ -115,7 +148,36 @@ def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | 
         "session_start": session_start,
         "source_path": str(path),
     }
-    yield from stamp_events(_message_stream(path, messages, clock), common)
+    yield from stamp_events(_message_stream(path, enumerate(messages, start=1), clock), common)
+
+
+def _parse_log(path: Path, max_line_bytes: int) -> Iterator[Event | BadLine]:
+    """The session of an append-only log; its unreadable lines first, then its messages' events.
+
+    The whole log is read before the first event: a later record can replace or rewind an earlier
+    one. Memory is the session's messages, not the file (a message's older versions are dropped).
+    """
+    log = gemini_jsonl.read_log(path, SOURCE, max_line_bytes)
+    own_id = log.meta.get("sessionId")
+    if not isinstance(own_id, str) or not own_id:
+        own_id = path.stem
+    clock = Clock(path)
+    messages = [message for _, message in log.messages]
+    common: Fields = {
+        "source": SOURCE,
+        "session_id": own_id,
+        "session_start": _session_start(path, log.meta.get("startTime"), messages, clock),
+        "source_path": str(path),
+    }
+    if log.meta.get("kind") == "subagent":
+        common |= {"is_sidechain": True, "agent_id": own_id}
+        parent = gemini_jsonl.subagent_parent(path, log.meta)
+        if parent is not None:
+            common["session_id"] = parent
+            start = gemini_jsonl.parent_start(path, parent)
+            if start is not None:
+                common["session_start"] = start
+    yield from stamp_events(itertools.chain(log.bad, _message_stream(path, log.messages, clock)), common)
 
 
 def _session_start(path: Path, start_time: Any, messages: Any, clock: Clock) -> int:
@@ -131,8 +193,11 @@ def _session_start(path: Path, start_time: Any, messages: Any, clock: Clock) -> 
     return file_mtime_us(path)
 
 
-def _message_stream(path: Path, messages: list[Any], clock: Clock) -> Iterator[Fields | BadLine]:
-    for line_no, message in enumerate(messages, start=1):
+def _message_stream(
+    path: Path, messages: Iterable[tuple[int, Any]], clock: Clock
+) -> Iterator[Fields | BadLine]:
+    """Each message's events, with the line (or, in a `.json` file, the position) it was read at."""
+    for line_no, message in messages:
         problem = _why_unusable(message)
         if problem is not None:
             yield bad_record(SOURCE, str(path), line_no, problem, message)
@@ -318,8 +383,14 @@ def parts_text(value: Any) -> str | None:
     if value is None:
         return None
     parts = value if isinstance(value, list) else [value]
-    joined = "\n".join(text for text in map(_part_text, parts) if text)
+    texts = (_part_text(part) for part in parts if not _is_function_part(part))
+    joined = "\n".join(text for text in texts if text)
     return joined or None
+
+
+def _is_function_part(part: Any) -> bool:
+    """A function call or response in a message's content: the message's `toolCalls` hold it."""
+    return isinstance(part, dict) and ("functionCall" in part or "functionResponse" in part)
 
 
 def _part_text(part: Any) -> str:
