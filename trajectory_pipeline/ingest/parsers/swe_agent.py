@@ -80,7 +80,7 @@ SOURCE = "swe_agent"
 GLOBS: tuple[str, ...] = ("**/*.traj", "**/*.traj.json")  # .traj.json: mini-swe-agent
 TITLE = "SWE-agent"
 DEFAULT_ROOT = ""  # off unless configured: no standard folder
-HOLDS = "trajectories (*.traj)"
+HOLDS = "trajectories (*.traj; mini-swe-agent's *.traj.json)"
 VOCABULARY = "swe_agent"  # its table in mining/vocabulary.py
 PATH_DATED = False  # whether file paths carry the session's date
 
