@@ -446,6 +446,44 @@ new
     assert (result.tool_call_id, result.is_error) == (call.tool_call_id, False)
 
 
+def test_a_quote_in_the_reply_ends_at_its_blank_line_whatever_breaks_come_later(tmp_path: Path) -> None:
+    """Only aider's own output (a quote after its other lines) runs on past blank lines: a quote of
+    the model's own, followed later by one of the model's markdown line breaks, must not hold the
+    reply's edit as aider's message."""
+    log = """
+# aider chat started at 2025-01-02 10:00:00
+
+> Main model: gpt-4o with diff edit format⏎
+
+#### fix the bug⏎
+
+I'll change the constant. The docs say:
+
+> x must be 2
+That is why.
+
+foo.py
+```python
+<<<<<<< SEARCH
+x = 1
+=======
+x = 2
+>>>>>>> REPLACE
+```
+
+Done. Run the tests:⏎
+pytest -q
+
+> Applied edit to foo.py⏎
+""".replace("⏎", "  ")
+    events = _parse(_write(tmp_path, log))
+    assert ("system", "meta", "x must be 2\nThat is why.") in [(e.role, e.kind, e.text) for e in events]
+    (call,) = [e for e in events if e.kind == "tool_call"]
+    assert _args(call)["file_path"] == "foo.py"
+    (result,) = [e for e in events if e.kind == "tool_result"]
+    assert (result.tool_call_id, result.is_error) == (call.tool_call_id, False)
+
+
 @pytest.mark.parametrize(
     ("banner", "model"),
     [

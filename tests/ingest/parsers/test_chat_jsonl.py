@@ -344,6 +344,8 @@ def with_system(prompt: Any, **extra: Any) -> dict[str, Any]:
         (conversation(), None, None),
         (with_system("You are working in /home/dana"), "/home/dana", None),
         ({"system": "Working directory: /srv/api", **conversation()}, "/srv/api", "api"),  # Anthropic's
+        # a top-level system prompt that names no folder leaves the messages' own to tell
+        ({"system": "You are an agent.", **with_system("Working directory: /srv/app")}, "/srv/app", "app"),
     ],
 )
 def test_cwd_and_repo_from_the_line_or_its_system_prompt(

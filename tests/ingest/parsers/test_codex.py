@@ -455,6 +455,29 @@ def test_fork_skips_its_copy_of_the_parent(tmp_path: Path) -> None:
     assert [e.seq for e in events] == list(range(len(events)))
 
 
+def test_a_fork_copy_no_turn_of_the_fork_ends_is_read_after_all(tmp_path: Path) -> None:
+    """A fork whose own turn never opens with a task_started (a writer that does not persist it, a
+    first turn cut short): the skipped lines are read at the end of the file, not lost."""
+    path = write(
+        tmp_path / f"rollout-2026-03-01T10-00-05-{CHILD}.jsonl",
+        [
+            line("session_meta", {"id": CHILD, "forked_from_id": PARENT, "timestamp": T0, "cwd": "/repo"}),
+            line("session_meta", {"id": PARENT, "timestamp": T0, "cwd": "/repo", "source": "cli"}),
+            *turn(PARENT_TURN),
+            message("user", "fix the bug"),
+            message("user", "check tests"),
+            message("assistant", "tests pass"),
+        ],
+    )
+    events = events_of(list(codex.parse(path)))
+    assert [(e.line_no, e.kind, e.text) for e in events if e.kind == "message"] == [
+        (5, "message", "fix the bug"),
+        (6, "message", "check tests"),
+        (7, "message", "tests pass"),
+    ]
+    assert [e.seq for e in events] == list(range(len(events)))
+
+
 @pytest.mark.parametrize(
     ("child", "parent_turn"),
     [

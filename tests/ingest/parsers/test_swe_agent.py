@@ -495,6 +495,18 @@ def test_mini_swe_agent_1_text_actions(tmp_path: Path) -> None:
     assert {e.model for e in events if e.role == "assistant"} == {"anthropic/claude-sonnet-4"}
 
 
+def test_mini_swe_agent_1_unclosed_fences_after_the_action_do_not_count(tmp_path: Path) -> None:
+    """Opening fences with no closing one after them match nothing, as for mini's own regex: the
+    block before them is the action. Thousands of them (odd model output) parse at once, not by
+    scanning the rest of the text again from each."""
+    reply = "THOUGHT: look\n```bash\nls\n```\n" + "```bash\nnever closed " * 5_000
+    messages = [{"role": "user", "content": "fix"}, {"role": "assistant", "content": reply}]
+    events, _ = _split(
+        list(swe_agent.parse(_mini_file(tmp_path, _mini(messages, "1.9.0", "mini-swe-agent-1"))))
+    )
+    assert [e.tool_input for e in events if e.kind == "tool_call"] == ['{"command":"ls"}']
+
+
 def test_mini_swe_agent_1_action_regex_is_the_runs_own(tmp_path: Path) -> None:
     messages = [
         {"role": "user", "content": "fix"},

@@ -205,10 +205,14 @@ class _Grouper:
             if self.kind != "user":
                 yield from self._start("user")
         elif _is_quote(text) and (self.kind != "assistant" or (self.after_blank and not self.in_fence)):
-            if self.kind != "tool":
+            # Only a quote that goes on aider's output (a failed edit's report follows its
+            # "Tokens:" line) may open a multi-line message: a quote opening a block after the
+            # model's reply may be the model's own, and holding it could swallow the reply's edits.
+            continues = self.kind == "tool"
+            if not continues:
                 yield from self._start("tool")
             self.uses_breaks = self.uses_breaks or text.endswith(_LINE_BREAK)
-            if self.uses_breaks and not text.endswith(_LINE_BREAK):
+            if continues and self.uses_breaks and not text.endswith(_LINE_BREAK):
                 self.held = []
         elif blank:
             if self.kind in ("tool", "user"):

@@ -217,8 +217,8 @@ def _cwd(obj: dict[str, Any]) -> str | None:
         value = holder.get("cwd")
         if isinstance(value, str) and value.strip():
             return value.strip()
-    if obj.get("system"):
-        return prompt_cwd(_text(obj["system"], "system"))
+    if obj.get("system") and (named := prompt_cwd(_text(obj["system"], "system"))):
+        return named
     for message in obj["messages"]:
         if message.get("role") in ("system", "developer"):
             return prompt_cwd(_text(message.get("content")))

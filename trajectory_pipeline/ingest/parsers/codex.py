@@ -48,8 +48,9 @@ fork's own turns. The copy is the parent's session, already read from the parent
 it is skipped: from a later session_meta with another id up to the first `task_started`
 whose turn id is not older than the fork's own id. Both are UUIDv7, which carry their
 creation time. When the ages cannot be compared, less is skipped: nothing when the fork's id
-is no UUIDv7, and the skip ends at a task_started whose turn id is none. The parent's turns
-counted twice are the lesser harm; skipping too far would lose the fork's own.
+is no UUIDv7, and the skip ends at a task_started whose turn id is none; a copy that no turn
+of the fork ends (by the end of the file, or within _COPY_CAP lines) is read after all. The
+parent's turns counted twice are the lesser harm; skipping too far would lose the fork's own.
 
 Times are believed only from 2015 to a day past the file's last write (`common.Clock`): the
 session starts at the earliest believed one, and a line with another is kept untimed, with an
@@ -122,6 +123,8 @@ IMAGE_PLACEHOLDER = "[image]"  # what content_text leaves for an image part
 
 _TOP_TYPES = ("session_meta", "turn_context", "response_item", "event_msg", "compacted")
 _HOLD_CAP = 256  # items held while a result waits for its exit code (real gaps: under 20 lines)
+# Lines of a fork's copy of its parent skipped before its end is given up on and they are read.
+_COPY_CAP = 25_600
 _MEMORY_CAP = 4096  # call ids remembered for linking results to calls
 
 _UUID_PATTERN = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
@@ -293,6 +296,7 @@ def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | 
             if released:
                 yield from released
                 released.clear()
+    rollout.end_copy()  # a copy no fork turn ended: its lines are read after all
     rollout.hold.drain()
     yield from released
 
@@ -391,6 +395,7 @@ class _Rollout:
         self.agent_id = head.agent_id
         self._fork_ms = head.fork_ms
         self._copying = False  # inside a fork's copy of its parent's rollout (see the docstring)
+        self._copied: list[JsonLine] = []  # its lines, read after all if no fork turn ends it
         self.call_names: dict[str, str] = {}
         # Prompts given as response_item user messages, and as event_msg user_message echoes, that
         # the other has not paired with yet; both reset when the agent acts (see the docstring).
@@ -413,7 +418,11 @@ class _Rollout:
         try:
             kind = obj.get("type")
             if self._copying and not self._copy_ends(kind, obj.get("payload")):
-                return  # the parent's session, copied into a fork: its events come from its own file
+                self._copied.append(item)  # the parent's session, copied into a fork: its own file has it
+                if len(self._copied) > _COPY_CAP:
+                    self.end_copy()  # no fork turn in sight: better the parent's turns twice than none
+                return
+            self._copied.clear()
             handler = _RECORDS.get(kind) if isinstance(kind, str) else None
             if handler is None:
                 self._bare_record(line_no, obj, kind)
@@ -428,6 +437,13 @@ class _Rollout:
                 note = note.removeprefix("payload.")
             bad = bad_record(SOURCE, self.source_path, line_no, reason, obj, note)
             self.hold.push(self._label(bad))
+
+    def end_copy(self) -> None:
+        """Read the lines skipped as a fork's copy of its parent when no fork turn ended the copy:
+        skipped for good, they would be lost without a trace."""
+        copied, self._copied, self._copying, self._fork_ms = self._copied, [], False, None
+        for item in copied:
+            self.feed(item)
 
     def _copy_ends(self, kind: object, payload: object) -> bool:
         """Whether this line of a fork's copy of its parent is the fork's own first turn: a

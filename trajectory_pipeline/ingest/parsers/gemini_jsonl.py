@@ -39,6 +39,7 @@ Subagents log to `chats/<parent session id>/<agent id>.jsonl`, metadata `kind: "
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path
@@ -137,6 +138,15 @@ def subagent_parent(path: Path, meta: Record | None) -> str | None:
     return folder.name if folder.name and folder.parent.name == "chats" else None
 
 
+@functools.lru_cache(maxsize=64)
+def _session_logs(chats: str, mtime_ns: int) -> tuple[str, ...]:
+    """The session logs in a chats folder, sorted: listed once per folder and version of it (a log
+    added or removed changes the folder's mtime), not once per subagent log, twice (plan, parse)."""
+    with os.scandir(chats) as entries:
+        names = (entry.name for entry in entries)
+        return tuple(sorted(n for n in names if n.startswith("session-") and n.endswith(".jsonl")))
+
+
 def parent_start(path: Path, parent: str) -> int | None:
     """The parent session's start, as parsing its log gives it when its metadata holds a believed
     `startTime`: `chats/session-*-<first 8 of its id>.jsonl` whose metadata names `parent`.
@@ -145,13 +155,12 @@ def parent_start(path: Path, parent: str) -> int | None:
     next best (a parent being written, unreadable or deleted must not cost the subagent's events).
     """
     chats = path.parent.parent
-    prefix, suffix = "session-", f"-{parent[:8]}.jsonl"
     try:
-        with os.scandir(chats) as entries:
-            names = sorted(e.name for e in entries if e.name.startswith(prefix) and e.name.endswith(suffix))
+        logs = _session_logs(str(chats), os.stat(chats).st_mtime_ns)
     except OSError:
         return None
-    for name in names:
+    suffix = f"-{parent[:8]}.jsonl"
+    for name in (name for name in logs if name.endswith(suffix)):
         candidate = chats / name
         try:
             meta = head_metadata(read_head(candidate))

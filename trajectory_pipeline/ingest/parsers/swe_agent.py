@@ -443,7 +443,12 @@ def _mini_command(message: dict[str, Any], action: re.Pattern[str]) -> str | Non
     if isinstance(parsed, list):
         commands = [_dig(item, "command") for item in parsed]
         return commands[0] if len(commands) == 1 and isinstance(commands[0], str) else None
-    found = action.findall(content_text(message.get("content")) or "")
+    text = content_text(message.get("content")) or ""
+    if action is _MINI_ACTION:
+        # An opening fence after the last closing one cannot match, and each would scan to the end
+        # of the text again: odd output with thousands of them took a minute.
+        text = text[: text.rfind("\n```") + 4]
+    found = action.findall(text)
     return found[0] if len(found) == 1 and isinstance(found[0], str) else None
 
 
