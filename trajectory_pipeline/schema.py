@@ -99,10 +99,17 @@ IMPLAUSIBLE_TIMESTAMP = "implausible_timestamp"
 # copy): this file's events that repeat it are skipped, and the row names both files.
 DUPLICATE_SESSION = "duplicate_session"
 
-# Not quarantine reasons: repairs. A parser reports one as a BadLine with one of these reasons
-# when it kept a line by mending it; ingestion counts it (IngestStats.repaired) and writes no row.
+# Not quarantine reasons: nothing of the line is lost. A parser reports one as a BadLine with one of
+# these reasons when it kept a line by mending it, or read once a line its file holds twice;
+# ingestion counts it (IngestStats.repaired) and writes no row.
 LONE_SURROGATE = "lone_surrogate"  # half a UTF-16 pair (the escape `\\ud83d`), read as U+FFFD
-REPAIR_REASONS = frozenset({LONE_SURROGATE})
+# NaN, Infinity or -Infinity, which no JSON holds but Python's json.dumps writes by default (a
+# home-made agent's float metric, a dataframe's missing value), read as null
+NON_FINITE_NUMBER = "non_finite_number"
+# A line written again whole (same id, session, time and content: Claude Code re-appends a session's
+# lines when an IDE reopens it), read once
+REPEATED_LINE = "repeated_line"
+REPAIR_REASONS = frozenset({LONE_SURROGATE, NON_FINITE_NUMBER, REPEATED_LINE})
 
 EXCERPT_CHARS = 200  # what the quarantine table keeps, after redaction
 RAW_EXCERPT_CHARS = 2_000  # what parsers keep, so redaction sees a secret that crosses the cut

@@ -29,6 +29,7 @@ from trajectory_pipeline.schema import (
     EARLIEST_PLAUSIBLE_TS,
     IMPLAUSIBLE_TIMESTAMP,
     MAX_JSON_DEPTH,
+    NON_FINITE_NUMBER,
     TOO_DEEP,
     UNKNOWN_RECORD_TYPE,
     UNREADABLE_RECORD,
@@ -209,6 +210,24 @@ def test_half_an_emoji_is_read_as_a_replacement_character_and_counted(tmp_path: 
     assert texts, "the line is kept, with U+FFFD for the lost half"
     assert all("\\ud83d docs" in t for t in texts if "docs" in t)
     assert tx.content(clean_rows(tmp_path, source)) <= tx.content(rows)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_python_written_nan_and_infinity_are_read_as_null_and_counted(tmp_path: Path, source: str) -> None:
+    """Python's json.dumps writes NaN and Infinity, which orjson (rightly) refuses: a home-made agent
+    logging a float metric must not lose the line. Read as null, as orjson writes them."""
+    record = tx.timed_record(source, tx.at(7))
+    odd = tx.encode([record]).decode().rstrip("\n")
+    odd = '{"latency": NaN, "budget": -Infinity, ' + odd.removeprefix("{")
+    tx.write(tmp_path / "root", source, tx.faulty(source, odd))
+    stats, rows, bad = tx.ingest(tmp_path, {source: tmp_path / "root"})
+    assert bad == []
+    assert stats.repaired == {NON_FINITE_NUMBER: 1}
+    tx.write(tmp_path / "finite", source, tx.faulty(source, {"latency": None, "budget": None, **record}))
+    (tmp_path / "finite-out").mkdir()
+    _, finite_rows, _ = tx.ingest(tmp_path / "finite-out", {source: tmp_path / "finite"})
+    assert tx.content(rows) == tx.content(finite_rows), "the line is read as with nulls there"
+    assert any(r["line_no"] == 3 for r in rows)
 
 
 # ---------------------------------------------------------------- item 5: implausible times

@@ -25,6 +25,8 @@ from trajectory_pipeline.ingest.parsers.lines import file_mtime_us, read_head
 from trajectory_pipeline.schema import (
     IMPLAUSIBLE_TIMESTAMP,
     MALFORMED_JSON,
+    REPAIR_REASONS,
+    REPEATED_LINE,
     UNKNOWN_RECORD_TYPE,
     WRONG_FIELD_TYPE,
     BadLine,
@@ -596,23 +598,27 @@ def test_a_line_written_again_is_read_once(tmp_path: Path) -> None:
     """Reopening VS Code re-appends a session's lines, the same but for context fields (#56196)."""
     first = _line(content="fix the bug", uuid="u1", ts="2026-04-23T07:25:00Z", parentUuid=None)
     reply = _line("assistant", "done", uuid="a1", ts="2026-04-23T07:25:36.857Z", parentUuid="u1")
-    items = _only_events(
-        _events(
-            tmp_path,
-            first,
-            reply,
-            _line(content="now add tests", uuid="u2", ts="2026-04-23T08:00:00Z"),
-            first | {"cwd": "/work"},
-            reply | {"cwd": "/work"},
-            _line(content="thanks", uuid="u3", ts="2026-04-23T09:00:00Z"),
-        )
+    read = _events(
+        tmp_path,
+        first,
+        reply,
+        _line(content="now add tests", uuid="u2", ts="2026-04-23T08:00:00Z"),
+        first | {"cwd": "/work"},
+        reply | {"cwd": "/work"},
+        _line(content="thanks", uuid="u3", ts="2026-04-23T09:00:00Z"),
     )
-    assert [(i.line_no, i.seq, i.text, i.cwd) for i in items] == [
+    assert [(i.line_no, i.seq, i.text, i.cwd) for i in read if isinstance(i, Event)] == [
         (1, 0, "fix the bug", "/work/repo"),
         (2, 1, "done", "/work/repo"),
         (3, 2, "now add tests", "/work/repo"),
         (6, 3, "thanks", "/work/repo"),
     ]
+    # counted (a repair: ingestion writes no row for it), never silently gone
+    assert [(i.line_no, i.reason) for i in read if isinstance(i, BadLine)] == [
+        (4, REPEATED_LINE),
+        (5, REPEATED_LINE),
+    ]
+    assert REPEATED_LINE in REPAIR_REASONS
 
 
 def test_a_repeated_line_with_an_implausible_time_is_reported_once(tmp_path: Path) -> None:
@@ -622,6 +628,7 @@ def test_a_repeated_line_with_an_implausible_time_is_reported_once(tmp_path: Pat
         (1, "start"),
         (2, IMPLAUSIBLE_TIMESTAMP),
         (2, "hi"),
+        (3, REPEATED_LINE),
     ]
 
 

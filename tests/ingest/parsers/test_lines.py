@@ -113,3 +113,26 @@ def test_head_objects_reads_as_the_line_by_line_reader(tmp_path: Path, seed: int
         assert list(head_objects(path, max_lines, max_bytes)) == list(
             _head_objects_by_line(path, max_lines, max_bytes)
         )
+
+
+def test_non_finite_numbers_are_read_as_null_and_reported_as_a_repair(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        b'{"n": 1, "score": NaN, "range": [Infinity, -Infinity]}\n',
+        b'{"n": 2, "text": "NaN", "broken": }\n',  # the word in a string: still malformed
+        b'{"n": 3, "score": NaN, "text": "half \\ud83d"}\n',  # both repairs
+        b'{"n": 4, "score": NaN, "text": "caf\xe9"}\n',  # not UTF-8 either
+        GOOD % 5,
+    )
+    items = list(read_json_lines(path, "own_agent"))
+    found = [(i.line_no, i.reason) if isinstance(i, BadLine) else (i.line_no, i.obj) for i in items]
+    assert found == [
+        (1, lines.NON_FINITE_NUMBER),
+        (1, {"n": 1, "score": None, "range": [None, None]}),
+        (2, lines.MALFORMED_JSON),
+        (3, lines.NON_FINITE_NUMBER),
+        (3, {"n": 3, "score": None, "text": "half \ufffd"}),
+        (4, lines.INVALID_UTF8),
+        (5, {"n": 5}),
+    ]
+    assert "3 non-finite number(s) (-Infinity, Infinity, NaN) read as null" in items[0].excerpt

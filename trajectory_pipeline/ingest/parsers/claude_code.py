@@ -25,9 +25,9 @@ That order is Claude Code's own; a list of built-in command names would go stale
 Repeats. Claude Code sometimes writes a line again: the same uuid, time and content with only
 context fields changed (the IDE extensions re-append a session's lines on reopening it,
 anthropics/claude-code#56196; hook attachments re-emitted). Such a repeat gives no events: a
-session's events are read once. It is not reported either: nothing of it is lost, and no quarantine
-reason (schema) names a dropped copy. Lines sharing a uuid but not their time or content (2.1.27
-wrote every `saved_hook_context` entry under one uuid) are all read.
+session's events are read once. It is counted (`repeated_line`, a repair: nothing of it is lost),
+not quarantined. Lines sharing a uuid but not their time or content (2.1.27 wrote every
+`saved_hook_context` entry under one uuid) are all read.
 
 Sessions. A line belongs to the session named by its `sessionId`; a line without one
 (`summary`, `file-history-snapshot`) belongs to the session of the line before it, or to
@@ -62,6 +62,7 @@ from trajectory_pipeline.ingest.parsers.common import Clock, WrongFieldType, bad
 from trajectory_pipeline.ingest.parsers.lines import MAX_LINE_BYTES, JsonLine, file_mtime_us, read_json_lines
 from trajectory_pipeline.schema import (
     OVERSIZE_LINE,
+    REPEATED_LINE,
     UNKNOWN_RECORD_TYPE,
     BadLine,
     Event,
@@ -205,6 +206,12 @@ def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | 
             )
             continue
         line, rows = read
+        if carry.repeated:  # read once: counted, not quarantined
+            carry.repeated = False
+            yield bad_record(
+                SOURCE, source_path, line_no, REPEATED_LINE, obj, session_id=session_id, session_start=start
+            )
+            continue
         if carry.refused is not _NOTHING:  # a time not believed: the line is kept untimed, and said so
             yield carry.clock.bad_row(
                 SOURCE, source_path, line_no, carry.refused, obj, session_id=session_id, session_start=start
@@ -453,6 +460,7 @@ class _Carry:
         self.pre_tool_hooks: dict[str, list[tuple[str, str]]] = {}
         # Fingerprints of the lines read that have a uuid, to read a repeated line once (`_repeats`).
         self.seen: set[int] = set()
+        self.repeated = False  # the line just read was such a repeat
 
 
 # The fields a line gives all its events: ts, cwd, repo, git_branch, is_sidechain, agent_id,
@@ -490,6 +498,7 @@ def _read_line(obj: dict[str, Any], carry: _Carry) -> tuple[_Line, list[_Row]] |
     rows = handler(obj)
     if _repeats(obj, line, rows, carry):
         carry.refused = _NOTHING  # its first copy said so
+        carry.repeated = True
         return _NO_LINE, []
     if carry.pre_tool_hooks and kind == "user":
         rows = _with_hook_notices(rows, carry)

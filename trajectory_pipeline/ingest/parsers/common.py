@@ -33,7 +33,7 @@ from typing import Any, cast
 
 import orjson
 
-from trajectory_pipeline.ingest.parsers.lines import file_mtime_us, why_unreadable
+from trajectory_pipeline.ingest.parsers.lines import file_mtime_us, loads_mended, why_unreadable
 from trajectory_pipeline.schema import (
     DAY_US,
     EARLIEST_PLAUSIBLE_TS,
@@ -389,7 +389,7 @@ def sniff_lines(
     judged = 0
     for line, complete in itertools.islice(_head_lines(head), SNIFF_LINES):
         try:
-            obj = orjson.loads(line)
+            obj, _ = loads_mended(line)  # a line parsing reads after a repair counts too
         except orjson.JSONDecodeError:
             if not complete:
                 return prefix.match(line) is not None

@@ -4,9 +4,10 @@
 line was refused (invalid UTF-8, malformed JSON, a truncated last line, a line
 over the size cap, binary junk, a JSON value that is not an object). A UTF-8 byte-order
 mark before the first line is dropped (editors on Windows write one), and a line whose only
-flaw is half a UTF-16 surrogate pair (`"\\ud83d"`, an emoji cut in two) is kept with U+FFFD in
-its place, preceded by a `lone_surrogate` BadLine that ingestion counts as a repair, not a
-quarantined line. Files are read
+flaws are half a UTF-16 surrogate pair (`"\\ud83d"`, an emoji cut in two: kept with U+FFFD in its
+place) or numbers JSON has not (`NaN`, `Infinity`, as Python's json.dumps writes: read as null) is
+kept, preceded by a BadLine (`lone_surrogate`, `non_finite_number`) that ingestion counts as a
+repair, not a quarantined line. Files are read
 in blocks that are split whole, and a line past the size limit is dropped as it is read,
 so a multi-gigabyte line never sits in memory; `read_lines` is that capped reading alone,
 for text formats (aider's markdown log). `JsonLines` is `read_json_lines` for a format
@@ -23,6 +24,7 @@ import codecs
 import contextlib
 import functools
 import itertools
+import json
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -36,6 +38,7 @@ from trajectory_pipeline.schema import (
     INVALID_UTF8,
     LONE_SURROGATE,
     MALFORMED_JSON,
+    NON_FINITE_NUMBER,
     NOT_AN_OBJECT,
     OVERSIZE_LINE,
     TRUNCATED_LINE,
@@ -190,18 +193,41 @@ def mend_surrogates(body: bytes) -> tuple[bytes, int]:
     return mended, count
 
 
-def loads_mended(body: bytes) -> tuple[Any, int]:
-    """`orjson.loads(body)`, or, when the line's only flaw is lone surrogate escapes, the line read
-    with U+FFFD in their place, and how many there were; raises JSONDecodeError otherwise."""
+class Repair(NamedTuple):
+    """How a line orjson refused was read after all: a reason of `schema.REPAIR_REASONS`, and what
+    was done, for the count's note."""
+
+    reason: str
+    note: str
+
+
+def loads_mended(body: bytes) -> tuple[Any, Repair | None]:
+    """`orjson.loads(body)`; or, when the line's only flaws are lone surrogate escapes (read as
+    U+FFFD) or numbers JSON has not (`NaN`, `Infinity`, `-Infinity`, as Python's json.dumps writes
+    them: read as null, which is what orjson writes for them), the line so read and the repair.
+    Raises orjson's JSONDecodeError otherwise. Only a refused line pays for the second look."""
     try:
-        return orjson.loads(body), 0
-    except orjson.JSONDecodeError:
-        if b"\\u" not in body:
-            raise
-        mended, count = mend_surrogates(body)
-        if not count:
-            raise
-        return orjson.loads(mended), count
+        return orjson.loads(body), None
+    except orjson.JSONDecodeError as err:
+        refused = err
+    count = 0
+    if b"\\u" in body:
+        body, count = mend_surrogates(body)
+    surrogates = f"{count} lone surrogate escape(s) read as U+FFFD"
+    if count:
+        try:
+            return orjson.loads(body), Repair(LONE_SURROGATE, surrogates)
+        except orjson.JSONDecodeError:
+            pass
+    if b"NaN" not in body and b"Infinity" not in body:
+        raise refused
+    constants: list[str] = []
+    try:
+        obj = json.loads(body, parse_constant=lambda name: constants.append(name))
+    except (ValueError, RecursionError):  # not JSON even so (invalid UTF-8 too: a ValueError)
+        raise refused from None
+    note = f"{len(constants)} non-finite number(s) ({', '.join(sorted(set(constants)))}) read as null"
+    return obj, Repair(NON_FINITE_NUMBER, f"{note}; {surrogates}" if count else note)
 
 
 @contextlib.contextmanager
@@ -301,11 +327,11 @@ class JsonLines:
                 self._read.append((line, _UNPARSED))
                 return
             try:
-                parsed, mended = loads_mended(text)
+                parsed, repair = loads_mended(text)
             except orjson.JSONDecodeError:
                 parsed = _UNPARSED
             else:
-                if mended:  # iterating reads the line again, and reports the repair
+                if repair:  # iterating reads the line again, and reports the repair
                     self._read.append((line, _UNPARSED))
                     if type(parsed) is dict:
                         given += 1
@@ -355,7 +381,7 @@ def _json_line(
     source: str, source_path: str, line_no: int, line: bytes | _Tail, cap: int, parsed: object = _UNPARSED
 ) -> list[JsonLine | BadLine]:
     """One line as an object, a BadLine saying why it is not one, or nothing when it is blank; a
-    line kept by mending lone surrogates comes after a `lone_surrogate` BadLine reporting it.
+    line kept by mending it (`loads_mended`) comes after a BadLine reporting the repair.
 
     `parsed` is `orjson.loads(line)` when the caller already has it.
     """
@@ -373,16 +399,16 @@ def _json_line(
     if not body:
         return []
     try:
-        obj, mended = loads_mended(body)
+        obj, repair = loads_mended(body)
     except orjson.JSONDecodeError:
         reason = why_unreadable(body, cut_short)
     else:
         if isinstance(obj, dict):
-            if not mended:
+            if repair is None:
                 return [JsonLine(line_no, obj)]
-            note = f"{mended} lone surrogate escape(s) read as U+FFFD | {_text(body)}"
-            repair = BadLine(source, source_path, line_no, LONE_SURROGATE, excerpt(note), byte_len)
-            return [repair, JsonLine(line_no, obj)]
+            note = excerpt(f"{repair.note} | {_text(body)}")
+            repaired = BadLine(source, source_path, line_no, repair.reason, note, byte_len)
+            return [repaired, JsonLine(line_no, obj)]
         reason = NOT_AN_OBJECT
     return [BadLine(source, source_path, line_no, reason, excerpt(body), byte_len)]
 
