@@ -349,6 +349,23 @@ PLANTED: list[tuple[str, str, str]] = [
     ("secret", "vercel deploy --prod -t " + "Lm2qz" + "7Xw", "Lm2qz7Xw"),
     ("secret", "aws secretsmanager create-secret --name db --secret-string " + "Yt6pw" + "3Zk", "Yt6pw3Zk"),
     ("secret", "cli login --token-value " + "Qe4vk" + "9Rb", "Qe4vk9Rb"),
+    # A secret-named subscript assigned (the notebook's setup line), and a quoted name, "," and a
+    # quoted value (PHP's define, a default, a setter, a flag in an MCP server's args).
+    ("secret", 'os.environ["TAVILY_API_KEY"] = "' + fake(12) + '"', fake(12)),
+    ("password", "$_ENV['DB_PASSWORD']='" + fake(12, "Qw7Er") + "';", fake(12, "Qw7Er")),
+    ("password", "define( 'DB_PASSWORD', '" + fake(12, "Zx9kL") + "' );", fake(12, "Zx9kL")),
+    ("secret", 'api_key = os.getenv("OPENAI_API_KEY", "' + fake(14, "Lm2pQ") + '")', fake(14, "Lm2pQ")),
+    ("secret", '"args": ["-y", "server", "--access-token", "' + fake(20, "Tk4Wq") + '"]', fake(20, "Tk4Wq")),
+    # Vendor prefixes (gitleaks' rules): Supabase, Pinecone, LangSmith, Notion, Grafana.
+    ("secret", "--access-token " + "sb" + "p_" + fake(40, "0123456789abcdef"), fake(40, "0123456789abcdef")),
+    ("secret", 'Pinecone("' + "pc" + "sk_2abc_" + fake(48) + '")', fake(48)),
+    (
+        "secret",
+        'Client("' + "lsv2" + "_pt_" + fake(32, "0a1b") + "_" + fake(10, "9c8d") + '")',
+        fake(32, "0a1b"),
+    ),
+    ("secret", "NOTION_KEY " + "nt" + "n_" + fake(46, "Zx9kLm2pQ7ab"), fake(46, "Zx9kLm2pQ7ab")),
+    ("secret", "grafana " + "gl" + "sa_" + fake(32) + "_" + fake(8, "0a1b2c3d"), fake(32)),
 ]
 
 
@@ -367,6 +384,15 @@ def test_every_kind_has_a_planted_example() -> None:
 
 
 NEAR_MISSES = [
+    # A tokenizer's special tokens and bracketed placeholders are no secrets.
+    'BertTokenizer(vocab, unk_token="[UNK]", sep_token="[SEP]", pad_token="[PAD]", mask_token="[MASK]")',
+    'api_key = "[YOUR_API_KEY]"',
+    # A Secrets Manager ARN names a secret; it is not one.
+    '{"ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-AbCdEf", "Name": "prod/db"}',
+    # After ",": labels, short test values and names built on the key stay.
+    'form.add("password", "Mot de passe")',
+    'check("token", "1.2.3")',
+    'rename("password", "password2_old")',
     "      api_key: anthropic_api_key()",
     "api_key: anthropic_api_key",
     'password = os.environ["PASSWORD"]',

@@ -56,6 +56,7 @@ PASS_NAMES = {
     redact._BEARER: "earer",
     redact._EQUALS: "=",
     redact._COLON: ":",
+    redact._COMMA: ",",
     redact._SET: "set",
     redact._NETRC: "password",
     redact._AUTH_PAIR: "uth",

@@ -538,11 +538,16 @@ _URL_START = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 _YAML_TAG = re.compile(r"!!?[A-Za-z]+")
 
 
+_BRACKETED_WORD = re.compile(r"\[/?[A-Za-z_][A-Za-z_ .-]*\]")
+
+
 def _is_template(value: str) -> bool:
     """True for a placeholder, a template or a mask: `[REDACTED:x]`, `<pw>`, `{{ x }}`,
     `#{x}`, `$VAR`, `%VAR%`, `***`."""
     if not value or value.startswith(("[REDACTED", "<", "{", "#{")):
         return True
+    if _BRACKETED_WORD.fullmatch(value):
+        return True  # a tokenizer's special token ("[UNK]", "[PAD]") or a placeholder ("[YOUR_API_KEY]")
     if value.startswith("$"):
         return _is_shell_reference(value)
     if value.startswith("%"):
@@ -882,13 +887,21 @@ _UNDERSCORE = re.compile(
     r"|(?<=shp(?:at|ca|pa|ss)_)(?:[a-fA-F0-9]{32}|[a-fA-F0-9]{4,31}" + _CUT_END + ")"
     r"|(?<=lin_api_)(?:[A-Za-z0-9]{40}|[A-Za-z0-9]{4,39}" + _CUT_END + ")"
     r"|(?<=r8_)(?:[A-Za-z0-9]{37}|[A-Za-z0-9]{4,36}" + _CUT_END + ")"
+    # Supabase personal access tokens (sbp_, 40 hex), Notion (ntn_), Grafana service
+    # accounts (gitleaks grafana-service-account-token), LangSmith (lsv2_pt_, lsv2_sk_).
+    r"|(?<=sbp_)(?:[a-f0-9]{40}|[a-f0-9]{4,39}" + _CUT_END + ")"
+    r"|(?<=ntn_)(?:[A-Za-z0-9]{40,}|[A-Za-z0-9]{4,39}" + _CUT_END + ")"
+    r"|(?<=glsa_)(?:[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|[A-Za-z0-9]{4,31}" + _CUT_END + ")"
+    r"|(?:(?<=lsv2_pt_)|(?<=lsv2_sk_))(?:[a-f0-9]{32}_[a-f0-9]{10}|[a-f0-9]{4,31}" + _CUT_END + ")"
     # Linear OAuth (lin_oauth_), Sentry user and organization tokens (gitleaks
     # sentry-user-token, sentry-org-token).
     r"|(?:(?<=lin_oauth_)|(?<=sntryu_))(?:[a-f0-9]{64}|[a-f0-9]{4,63}" + _CUT_END + ")"
     r"|(?<=sntrys_)(?:eyJ[A-Za-z0-9+/=_]{60,}|[A-Za-z0-9+/=_]{4,62}" + _CUT_END + "))"
     # Docker Hub and Figma personal access tokens: "-" and "_" anywhere in them, so outside
     # the lookahead's alphanumerics.
-    r"|(?:(?<=dckr_pat_)|(?<=figd_))(?:[A-Za-z0-9_-]{27,}|[A-Za-z0-9_-]{4,26}" + _CUT_END + "))"
+    r"|(?:(?<=dckr_pat_)|(?<=figd_))(?:[A-Za-z0-9_-]{27,}|[A-Za-z0-9_-]{4,26}" + _CUT_END + ")"
+    # Pinecone API keys: pcsk_, a short id, "_" and the key.
+    r"|(?<=pcsk_)(?:[A-Za-z0-9]{4,10}_[A-Za-z0-9]{40,}|[A-Za-z0-9_]{4,40}" + _CUT_END + "))"
 )
 # The vendor prefix that ends at the "_" anchor, its kind and its shortest whole token
 # (else ghp_, gho_, ...: github_token, 36); a shorter one is cut.
@@ -918,6 +931,12 @@ _UNDERSCORE_PREFIXES: tuple[tuple[str, str, int], ...] = (
     ("sntrys_", "secret", 63),
     ("dckr_pat_", "secret", 27),
     ("figd_", "secret", 27),
+    ("sbp_", "secret", 40),
+    ("ntn_", "secret", 40),
+    ("glsa_", "secret", 41),
+    ("lsv2_pt_", "secret", 43),
+    ("lsv2_sk_", "secret", 43),
+    ("pcsk_", "secret", 45),
 )
 
 
@@ -1886,7 +1905,8 @@ def _bearer_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 
 
 # --- Pass "=": password=..., API_KEY = "...", 'token' => '...' --------------------------
-_EQUALS_CLOSERS = ("", " ", '" ', "' ")
+# A quoted key, also as a subscript: os.environ["OPENAI_API_KEY"] = "...", $_ENV['DB_PASSWORD']='...'.
+_EQUALS_CLOSERS = ("", " ", '" ', "' ", '"]', "']", '"] ', "'] ", '\\"]', '\\"] ', '\\\\\\"]', '\\\\\\"] ')
 _EQUALS = re.compile(
     "=(?:"
     + _gate(_EQUALS_NAMES, _EQUALS_CLOSERS, "=")
@@ -1912,16 +1932,25 @@ def _equals_pass_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     return _equals_span(text, m)
 
 
+_ARN_SECRET = re.compile(r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]*:[0-9]{12}:secret\Z")
+
+
 def _equals_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     """The value of the secret-named key before the "=" or ":" at m.start() (matched by
     `_EQUALS` or `_COLON`), judged by the kind of key."""
     end = m.start()
     while end > 0 and text[end - 1] in " \"'\\":
         end -= 1
+    if end > 1 and text[end - 1] == "]" and text[end - 2] in "\"'":
+        end -= 1  # os.environ["API_KEY"] = ...: the subscript's closing quote (maybe JSON-escaped)
+        while end > 0 and text[end - 1] in "\"'\\":
+            end -= 1
     found = _keyword_at(text, end, _EQUALS_NAMES if text[m.start()] == "=" else _COLON_NAMES)
     if found is None:
         return _NONE
     name = _identifier_before(text, end)
+    if name == "secret" and _ARN_SECRET.search(text, max(0, end - 80), end):
+        return _NONE  # arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-AbCdEf is a resource name
     if text.endswith(("${", "%{"), 0, end - len(name)):
         return _NONE  # ${DB_PASSWORD:?unset}, ${TOKEN:-x}: a shell expansion's name, not a key
     kind = found[1]
@@ -2040,6 +2069,37 @@ def _colon_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
             return _NONE
         kind = "bearer_token" if m.group("scheme").lower() == "bearer" else "auth_header"
         return _one(m.start("cred"), m.end("cred"), _vendor_kind(cred) or kind)
+    return _equals_span(text, m)
+
+
+# --- Pass ",": a quoted secret-named string, ",", then a quoted literal -----------------
+# gitleaks' generic-api-key takes "," as a separator too. A PHP define('DB_PASSWORD', '...'),
+# an environment default (os.getenv("API_KEY", "...")), a setter (props.put("password",
+# "..."), headers.set("X-Api-Key", "...")) and a flag and its value as list items
+# (an MCP server's "args": ["--access-token", "..."], subprocess.run([..., "--password", x])).
+# Both must be quoted; the value is judged as after "=", except that words are kept
+# (`("password", "Mot de passe")` is a label), and so are a name built on the key
+# (`"password2"`) and values under eight characters (`check("token", "1.2.3")`).
+_COMMA_CLOSERS = ('"', "'", '\\"', '\\\\\\"')
+_COMMA = re.compile(
+    ","
+    + _gate(_KEYWORDS, _COMMA_CLOSERS, ",")
+    + _names_end(_KEYWORDS, _COMMA_CLOSERS, ",")
+    + r"[ \t]*(?=(?:\\{3}|\\)?[\"'])"
+    + _VALUE
+)
+
+
+def _comma_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    value = m.group("qv")
+    if value is None or len(value) < 8 or all(c.isalpha() or c in _WORDISH for c in value):
+        return _NONE  # short values ("x1", "1.2.3") are too often test data after a ","
+    end = m.start()
+    while end > 0 and text[end - 1] in "\"'\\":
+        end -= 1
+    found = _keyword_at(text, end)
+    if found is None or value.lower().startswith(text[found[0] : end].lower()):
+        return _NONE
     return _equals_span(text, m)
 
 
@@ -2194,6 +2254,7 @@ _PASSES: tuple[tuple[re.Pattern[str], Resolver], ...] = (
     (_BEARER, _bearer_span),
     (_EQUALS, _equals_pass_span),
     (_COLON, _colon_span),
+    (_COMMA, _comma_span),
     (_SET, _set_span),
     (_NETRC, _netrc_span),
     (_AUTH_PAIR, _auth_pair_span),
@@ -2291,8 +2352,9 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
         _X: (r"x(?:ox[abposre]|app)-", r"xai-[A-Za-z0-9_]{4}", r"pplx-[A-Za-z0-9]{4}"),
         _UNDERSCORE: (
             r"(?:gh[pousr]|github_pat|npm|hf|whsec|k_live|k_test|do[por]_v1|gsk|shp(?:at|ca|pa|ss)|lin_api|r8"
-            r"|lin_oauth|sntry[us])_[A-Za-z0-9]{4}",
+            r"|lin_oauth|sntry[us]|sbp|ntn|glsa|lsv2_pt|lsv2_sk)_[A-Za-z0-9]{4}",
             r"(?:dckr_pat|figd)_[A-Za-z0-9_-]{4}",
+            r"pcsk_[A-Za-z0-9]{4}",
         ),
         _A: (
             r"A(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{4}",
@@ -2320,7 +2382,9 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
         ),
         _BEARER: (r"[Bb]earer[ \t]+[A-Za-z0-9._~+/-]{16}",),
         _EQUALS: (
-            "(?:" + "|".join(caseless(k) for k in _EQUALS_NAMES) + r")(?: |\x22 |' )?=",
+            "(?:"
+            + "|".join(caseless(k) for k in _EQUALS_NAMES)
+            + r")(?: |\x22 |' |(?:\\|\\{3})?\x22\] ?|'\] ?)?=",  # a subscript's "] too
             r"uid=[0-9]+\([a-z_]",
         ),
         _COLON: (
@@ -2329,6 +2393,7 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
             r"://[^\t\n\r :@/\x22'\\<>\[\]]*:[^\t\n\r @/\x22'<>]+@",
             r":\\+(?:[Uu]sers|USERS)\\",
         ),
+        _COMMA: ("(?:" + "|".join(caseless(k) for k in _KEYWORDS) + ")" + closer + ",",),
         _SET: (
             rf"set(?:x|(?:{_BLANKS}--?[A-Za-z]+)*){_BLANKS}[A-Za-z0-9_.:/@-]*"
             rf"[{_letters(_KEYWORDS, -2)}][{_letters(_KEYWORDS, -1)}](?:[ \t]|\\t)",
@@ -2393,6 +2458,7 @@ _REQUIRED: dict[re.Pattern[str], str] = {
     _BEARER: "earer",  # `in` finds this word faster than `re` does
     _EQUALS: "=",
     _COLON: ":",
+    _COMMA: ",",
     _SET: "set",
     _NETRC: "password",
     _AUTH_PAIR: "uth",
