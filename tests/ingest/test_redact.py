@@ -366,6 +366,90 @@ PLANTED: list[tuple[str, str, str]] = [
     ),
     ("secret", "NOTION_KEY " + "nt" + "n_" + fake(46, "Zx9kLm2pQ7ab"), fake(46, "Zx9kLm2pQ7ab")),
     ("secret", "grafana " + "gl" + "sa_" + fake(32) + "_" + fake(8, "0a1b2c3d"), fake(32)),
+    # Kubernetes and ECS environment entries: the name, then its value (YAML, JSON, CloudFormation).
+    ("password", "env:\n  - name: DB_PASSWORD\n    value: " + fake(12, "Hu7nT2"), fake(12, "Hu7nT2")),
+    ("secret", '[{"name": "API_TOKEN", "value": "' + fake(16, "Ec5sT9") + '"}]', fake(16, "Ec5sT9")),
+    (
+        "secret",
+        '{\n  "name": "STRIPE_SECRET",\n  "value": "' + fake(16, "Wq3Rt8") + '"\n}',
+        fake(16, "Wq3Rt8"),
+    ),
+    ("password", "- Name: DbPassword\n  Value: '" + fake(12, "Cf4Nm1") + "'", fake(12, "Cf4Nm1")),
+    # A password piped to sudo -S or chpasswd, or given to htpasswd -b or ConvertTo-SecureString.
+    ("password", "echo '" + fake(12, "Su6dO3") + "' | sudo -S apt-get install -y jq", fake(12, "Su6dO3")),
+    ("password", "printf '%s\\n' \"" + fake(12, "Pf8tR2") + '" | sudo --stdin true', fake(12, "Pf8tR2")),
+    ("password", "echo 'deploy:" + fake(12, "Ch9pW4") + "' | sudo chpasswd", fake(12, "Ch9pW4")),
+    ("password", "htpasswd -bc /etc/nginx/.htpasswd admin " + fake(12, "Ht5pS7"), fake(12, "Ht5pS7")),
+    ("password", "htpasswd -nbB admin '" + fake(12, "Nb2Hx6") + "'", fake(12, "Nb2Hx6")),
+    (
+        "password",
+        '$pw = ConvertTo-SecureString "' + fake(12, "Ps3Cr8") + '" -AsPlainText -Force',
+        fake(12, "Ps3Cr8"),
+    ),
+    # An AWS secret access key right after its key id, with no keyword (the IAM credentials CSV).
+    (
+        "aws_secret_key",
+        "Access key ID,Secret access key\n" + "AKIA" + "Q7Q7" * 4 + "," + fake(40, "wJalr" + "XUtn/K7MD+"),
+        fake(40, "wJalr" + "XUtn/K7MD+"),
+    ),
+    (
+        "aws_secret_key",
+        "AKIA" + "Z9Q2" * 4 + ":" + fake(40, "Kq8Lm" + "3Np/Zx7+"),
+        fake(40, "Kq8Lm" + "3Np/Zx7+"),
+    ),
+    (
+        "aws_secret_key",
+        "AKIA" + "Z9Q2" * 4 + " " + fake(40, "Tv4Rb" + "9Yc/Jd2+"),
+        fake(40, "Tv4Rb" + "9Yc/Jd2+"),
+    ),
+    # XML elements and attributes named like a secret (Maven's settings.xml, NuGet, appSettings).
+    (
+        "password",
+        "<server><id>nexus</id><password>" + fake(12, "Mv7nX2") + "</password></server>",
+        fake(12, "Mv7nX2"),
+    ),
+    ("secret", "<apiKey>" + fake(20, "Ak3yQ8") + "</apiKey>", fake(20, "Ak3yQ8")),
+    ("password", '<add key="ClearTextPassword" value="' + fake(12, "Nu6gT4") + '" />', fake(12, "Nu6gT4")),
+    # .npmrc's _auth (base64 of user:password), a 40-hex GitHub token as a URL's user, WireGuard.
+    (
+        "npm_token",
+        "//registry.npmjs.org/:_auth=" + base64.b64encode(b"ci:" + fake(10).encode()).decode(),
+        "Y2k6",
+    ),
+    (
+        "github_token",
+        "git clone https://" + fake(40, "0a1b2c3d4e5f6789") + "@github.com/o/r",
+        fake(40, "0a1b2c3d4e5f6789"),
+    ),
+    ("secret", "PresharedKey = " + fake(43, "yAnz5TF+lXJ/te14") + "=", fake(43, "yAnz5TF+lXJ/te14")),
+    # A PEM block written as joined string literals.
+    (
+        "private_key",
+        'KEY = (\n    "-----BEGIN PRIVATE '
+        + 'KEY-----\\n"\n    "'
+        + fake(64, "MIIEv0Ab+/")
+        + '\\n"\n    "'
+        + fake(40, "Qw3Er/7Ty")
+        + '\\n"\n    "-----END PRIVATE '
+        + 'KEY-----\\n"\n)',
+        fake(40, "Qw3Er/7Ty"),
+    ),
+    (
+        "private_key",
+        'k = "-----BEGIN RSA PRIVATE ' + 'KEY-----\\n" +\n  "' + fake(64, "MIIEv0Ab+/") + '"',
+        fake(64, "MIIEv0Ab+/"),
+    ),
+    # A JSON Web Key's private members.
+    (
+        "private_key",
+        '{"kty":"EC","crv":"P-256","x":"' + fake(43, "zv3NLUS5") + '","d":"' + fake(43, "4vreeS16HQx") + '"}',
+        fake(43, "4vreeS16HQx"),
+    ),
+    (
+        "private_key",
+        '{"d": "' + fake(43, "Jw8kP2") + '", "kty": "RSA", "n": "' + fake(40) + '"}',
+        fake(43, "Jw8kP2"),
+    ),
 ]
 
 
@@ -384,6 +468,29 @@ def test_every_kind_has_a_planted_example() -> None:
 
 
 NEAR_MISSES = [
+    # Environment entries whose value is a reference, or no value at all.
+    "env:\n  - name: DB_PASSWORD\n    valueFrom:\n      secretKeyRef:\n        name: db\n        key: pw",
+    "- name: DB_PASSWORD\n  value: $(DB_PASSWORD)",
+    '{"name": "TOKEN_TTL", "value": "3600"}',
+    "- name: Set token\n  value: 3",
+    # sudo -S with no echoed password, content piped to sudo tee, htpasswd prompting.
+    "sudo -S true",
+    'echo "$SUDO_PASS" | sudo -S apt-get update',
+    "echo 'nameserver 1.1.1.1' | sudo tee /etc/resolv.conf",
+    "echo root:root | chpasswd",
+    "htpasswd -c /etc/nginx/.htpasswd admin",
+    "$cred = ConvertTo-SecureString $encrypted",
+    # An AWS key id followed by an ordinary word; XML without a literal secret.
+    "AKIA" + "IOSFODNN7EXAMPLE " + fake(40, "wJalr" + "XUtn/K7MD+"),
+    "<password>${env.PW}</password>",
+    "<key>password</key><string>${PW}</string>",
+    '<label for="password">Password</label>',
+    '<add key="Username" value="deploy" />',
+    '<input type="password" value="" />',
+    # "d" in an object that is no JSON Web Key, a public JWK.
+    '{"a": 1, "d": "' + fake(43) + '"}',
+    '{"kty": "RSA", "e": "AQAB", "n": "' + fake(43) + '"}',
+    "basic_auth=dXNlcjpwYXNz",
     # A tokenizer's special tokens and bracketed placeholders are no secrets.
     'BertTokenizer(vocab, unk_token="[UNK]", sep_token="[SEP]", pad_token="[PAD]", mask_token="[MASK]")',
     'api_key = "[YOUR_API_KEY]"',
@@ -502,6 +609,15 @@ NEAR_MISSES = [
 @pytest.mark.parametrize("text", NEAR_MISSES)
 def test_near_miss_is_left_alone(text: str) -> None:
     assert Redactor().redact(text) == (text, {})
+
+
+@pytest.mark.parametrize(
+    "after",
+    [" is the key id of user ci-bot", ",user/ci-bot/2026-11-29/created-by-tf", ": " + "abcdefghij" * 4],
+)
+def test_what_follows_an_aws_key_id_is_no_secret_unless_it_looks_like_one(after: str) -> None:
+    key_id = "AKIA" + "Q7Q7" * 4
+    assert Redactor().redact(key_id + after) == ("[REDACTED:aws_access_key]" + after, {"aws_access_key": 1})
 
 
 @pytest.mark.parametrize(("kind", "text", "secret"), PLANTED)

@@ -383,6 +383,7 @@ _KEYWORDS = ("password", "passwd", "passphrase", "pwd", "pass", "secret", "token
 _COLON_NAMES = (*_KEYWORDS, "secret_key_base", "cookie", "private_key_id", "auth", "private-lines")
 _EQUALS_NAMES = (
     *_KEYWORDS,
+    "_auth",  # .npmrc: _auth=<base64 of user:password>
     "secret_key_base",
     "cookie",
     "?sig",
@@ -396,6 +397,7 @@ _OTHER_NAME_KINDS = {
     "cookie": "session_cookie",
     "private_key_id": "gcp_key_id",
     "auth": "docker_auth",
+    "_auth": "npm_auth",
     "private-lines": "putty",
     "?sig": "azure_sas",
     "&sig": "azure_sas",
@@ -414,6 +416,7 @@ _SECRET_KEY_NAMES = (
     "masterkey",
     "authkey",
     "appkey",  # Laravel: APP_KEY=base64:...
+    "sharedkey",  # WireGuard's PresharedKey = ..., Azure's SharedKey=...
 )
 
 
@@ -627,6 +630,8 @@ def _keyword_at(text: str, end: int, names: tuple[str, ...] = _KEYWORDS) -> tupl
         before = text[start - 1 : start]
         if kw == "auth" and before != '"':
             return None  # only the "auth" key of a Docker config.json
+        if kw == "_auth" and before and before in _WORD:
+            return None  # basic_auth=..., my_auth=...: only .npmrc's _auth
         if kw.endswith("sig"):
             return start, "azure_sas"  # a query parameter or a connection string's pair
         if kw == "cookie" and text[max(0, start - 4) : start].lower() == "set-":
@@ -962,7 +967,11 @@ def _underscore_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 # token next to one), age secret keys, PyPI upload tokens, Telegram bot tokens ----------
 _A = re.compile(
     r"A(?:"
-    r"(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])(?:[A-Z0-9]{16}(?![A-Za-z0-9])|(?P<aws_cut>[A-Z0-9]{4,15})"
+    r"(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])(?:[A-Z0-9]{16}(?![A-Za-z0-9])"
+    # Its secret access key right after it, with no keyword: the IAM credentials CSV's
+    # `AKIA...,<40>` row, `AKIA...:<40>`, `AKIA... <40>`.
+    r"(?:(?:[ \t]*[,:][ \t]*|[ \t]+)(?P<aws_pair>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=]))?"
+    r"|(?P<aws_cut>[A-Z0-9]{4,15})"
     + _CUT_END
     + r")|Iza(?:[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])|(?P<google_cut>[A-Za-z0-9_-]{4,34})"
     + _CUT_END
@@ -1021,9 +1030,13 @@ def _a_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
         return _NONE
     if token.startswith("AIza"):
         return _one(m.start(), m.end(), "google_api_key")
-    if token.endswith("EXAMPLE"):
+    pair = m.group("aws_pair")
+    key_end = m.end() if pair is None else m.start() + 20
+    if text.endswith("EXAMPLE", m.start(), key_end):
         return _NONE  # AWS's documentation key, allowlisted by gitleaks too
-    return _one(m.start(), m.end(), "aws_access_key")
+    if pair is None or not _looks_random(pair):
+        return _one(m.start(), key_end, "aws_access_key")
+    return ((m.start(), key_end, "aws_access_key"), (m.start("aws_pair"), m.end(), "aws_secret_key"))
 
 
 # --- Pass "S": SendGrid API keys, Twilio API key SIDs, base64 PEM private keys --------
@@ -1310,13 +1323,26 @@ _DASH = re.compile(
 _ENCODED_MOUNT = re.compile(r"-(?:mnt-[A-Za-z]|var)\Z")
 
 
+# A PEM written as string literals, joined by "+" or standing next to each other
+# (`"-----BEGIN PRIVATE KEY-----\n" + "MIIE...\n"`, also inside a JSON string): after a
+# closing quote, blanks and line breaks, a "+", the next literal's base64. One span per
+# literal, so that no span holds a quote.
+_PEM_JOIN = re.compile(
+    r"(?:\\+[nr])*(?P<q>\\*[\"'])(?:\s|\\+[nrt])*+\+?(?:\s|\\+[nrt])*+(?P=q)(?P<run>[A-Za-z0-9+/=]{4,})"
+)
+
+
 def _dash_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     if m.group("pem") is not None:
         start, end = m.span("pem")
         body = text[start:end]
-        if not body.strip(" \t\r\n\\nr") or body.startswith("[REDACTED"):
+        if body.startswith("[REDACTED"):
             return _NONE
-        return _one(start, end, "private_key")
+        spans = [(start, end, "private_key")] if body.strip(" \t\r\n\\nr") else []
+        while (joined := _PEM_JOIN.match(text, end)) is not None:
+            end = joined.end()
+            spans.append((joined.start("run"), end, "private_key"))
+        return tuple(spans)
     if m.group("flag") is not None:
         if not _starts_token(text, m.start(), _PATH_WORD):
             return _NONE
@@ -1962,8 +1988,8 @@ def _equals_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     if kind == "putty":
         lines = _PUTTY_LINES.match(text, m.start() + 1)
         return _NONE if lines is None else _putty_span(text, lines.end(), int(lines.group("lines")))
-    if kind == "docker_auth":
-        return _docker_auth_span(text, m)
+    if kind in ("docker_auth", "npm_auth"):
+        return _docker_auth_span(text, m, kind)
     if kind == "gcp_key_id":
         group = "qv" if m.group("uv") is None else "uv"  # JSON, or YAML's unquoted value
         if not _HEX40.fullmatch(m.group(group)):
@@ -1995,17 +2021,18 @@ def _id_output_spans(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     return tuple(spans)
 
 
-def _docker_auth_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
-    """A Docker config.json "auth": base64 of `user:password`."""
-    if m.group("qv") is None:
+def _docker_auth_span(text: str, m: re.Match[str], kind: str = "docker_auth") -> tuple[Span, ...]:
+    """A Docker config.json "auth" or an .npmrc `_auth` (unquoted too): base64 of `user:password`."""
+    group = "qv" if kind == "docker_auth" or m.group("uv") is None else "uv"
+    if m.group(group) is None:
         return _NONE
     try:
-        decoded = base64.b64decode(m.group("qv"), validate=True).decode("utf-8")
+        decoded = base64.b64decode(m.group(group), validate=True).decode("utf-8")
     except ValueError:
         return _NONE
     if ":" not in decoded or not decoded.isprintable():
         return _NONE
-    return _one(m.start("qv"), m.end("qv"), "docker_auth")
+    return _one(m.start(group), m.end(group), "docker_auth" if kind == "docker_auth" else "npm_token")
 
 
 # A URL's password: up to the last "@" before the host, since an "@" in it is often left
@@ -2039,6 +2066,8 @@ _COLON = re.compile(
     + _VALUE
     + r")"
     r"|//(?:hooks\.slack\.com/(?:services|workflows|triggers)/(?P<hook>[A-Za-z0-9+/_-]{20,})"
+    # An old-style GitHub token (40 hex digits) as a URL's user: https://<token>@github.com/o/r.
+    r"|(?P<hex_user>[0-9a-f]{40})@"
     r"|[^\s:@/\"'\\<>\[\]]*:(?P<pw>"
     + _URL_PASSWORD
     + r")@)"
@@ -2051,6 +2080,8 @@ _COLON = re.compile(
 def _colon_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     if m.group("hook") is not None:
         return _one(m.start("hook"), m.end("hook"), "slack_webhook")
+    if m.group("hex_user") is not None:
+        return _one(m.start("hex_user"), m.end("hex_user"), "github_token")
     if m.group("pw") is not None:
         pw = m.group("pw")
         if _is_template(pw):
@@ -2101,6 +2132,166 @@ def _comma_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     if found is None or value.lower().startswith(text[found[0] : end].lower()):
         return _NONE
     return _equals_span(text, m)
+
+
+# --- Pass "ame": a Kubernetes or ECS environment entry, `name: DB_PASSWORD` then `value: ...` --
+# YAML's `- name: DB_PASSWORD` and `value: x` on the next line, JSON's `{"name": "DB_PASSWORD",
+# "value": "x"}` (also pretty-printed, as `aws ecs describe-task-definition` prints it), and
+# CloudFormation's `Name:`/`Value:`. The name must end in a secret keyword, as for "=", and the
+# value is judged as after "="; `valueFrom: secretKeyRef` is no value.
+_ENV_PAIR = re.compile(
+    r"ame(?<=[Nn]ame)(?:\\{0,3}[\"'])?[ \t]*:[ \t]*(?P<nq>(?:\\{3}|\\)?\"|')?"
+    r"(?P<name>[A-Za-z0-9_.-]{1,200}+)"
+    + _gate(_KEYWORDS, ("",))
+    + r"(?(nq)(?P=nq))[ \t]*,?(?:[ \t\r\n]|\\+[nrt])*"
+    r"(?:\\{0,3}[\"'])?[Vv]alue(?:\\{0,3}[\"'])?[ \t]*:[ \t]*" + _VALUE
+)
+
+
+def _env_pair_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    if not _starts_token(text, m.start() - 1):
+        return _NONE  # filename:, hostname:
+    found = _keyword_at(text, m.end("name"))
+    return _NONE if found is None else _value_span(text, m, found[1], m.group("name"))
+
+
+# --- Pass "|": a password piped to `sudo -S` or `chpasswd` by echo or printf ------------
+# `echo 'pw' | sudo -S apt-get ...`, `printf '%s\n' 'pw' | sudo --stdin ...`, `echo 'user:pw' |
+# chpasswd` (the part after ":"). The echoed word is judged as a value after "=": `echo
+# "$SUDO_PASS" | sudo -S` and `echo root:root | chpasswd` stay; `sudo -S true` alone has no password.
+_PIPED = re.compile(
+    r"\|(?=[ \t]*(?:sudo[ \t]+(?:-[A-Za-z]*S|--stdin)|(?:sudo[ \t]+)?(?P<chpasswd>chpasswd)))"
+)
+_ECHOED = re.compile(
+    r"(?:(?<![\w.-])|(?<=\\[nrt]))(?:echo(?:[ \t]+-[neE]{1,3})*"
+    r"|printf(?:[ \t]+--)?(?:[ \t]+(?P<fq>(?:\\{3}|\\)?\"|')%s(?:\\+n)?(?P=fq))?)[ \t]+"
+    r"(?:(?P<q>(?:\\{3}|\\)?\"|')(?P<qv>[^\"'\\\r\n]{1,200})(?:\\+n)?(?P=q)"
+    r"|(?P<uv>[^\s\"'`\\|;&<>()]{1,200}))[ \t]*\Z"
+)
+
+
+def _piped_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    echoed = _ECHOED.search(text, max(0, m.start() - 300), m.start())
+    if echoed is None:
+        return _NONE
+    group = "uv" if echoed.group("uv") is not None else "qv"
+    start, end = echoed.span(group)
+    if m.group("chpasswd") is not None:
+        colon = text.find(":", start, end)
+        if colon == -1:
+            return _NONE
+        start = colon + 1
+    return _literal_span(text, start, end, "password", quoted=group == "qv")
+
+
+def _literal_span(text: str, start: int, end: int, kind: str, quoted: bool) -> tuple[Span, ...]:
+    """text[start:end] as a `kind` finding, unless it is a reference (judged as after "=")."""
+    value = text[start:end]
+    if not value or (_is_reference(value) and not (quoted and _is_passphrase(value))):
+        return _NONE
+    if value.endswith(("EXAMPLE", "EXAMPLEKEY")):
+        return _NONE
+    return _one(start, end, _vendor_kind(value) or kind)
+
+
+# --- Pass "htpasswd": `htpasswd -b[c] FILE USER PASSWORD`, `htpasswd -nb USER PASSWORD` --------
+_HTPASSWD_ARG = r"(?P<q{0}>(?:\\{{3}}|\\)?\"|')?(?P<v{0}>[^\s\"'`\\|;&<>()]{{1,200}}+)(?(q{0})(?P=q{0}))"
+_HTPASSWD = re.compile(
+    r"htpasswd(?P<flags>(?:[ \t]+-[A-Za-z]+)+)"
+    + "".join(rf"[ \t]+{_HTPASSWD_ARG.format(i)}" for i in (1, 2))
+    + rf"(?:[ \t]+{_HTPASSWD_ARG.format(3)})?"
+)
+
+
+def _htpasswd_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    flags = m.group("flags")
+    if "b" not in flags or not _starts_token(text, m.start(), _PATH_WORD):
+        return _NONE  # without -b, htpasswd prompts for the password
+    group = "v2" if "n" in flags else "v3"  # -n prints the entry: no file argument
+    if m.group(group) is None:
+        return _NONE
+    start, end = m.span(group)
+    return _literal_span(text, start, end, "password", quoted=m.group("q" + group[1]) is not None)
+
+
+# --- Pass "ecure": PowerShell's `ConvertTo-SecureString "..." -AsPlainText -Force` ------------
+_SECURE_STRING = re.compile(
+    r"ecure(?<=[Cc]onvert[Tt]o-[Ss]ecure)[Ss]tring(?:[ \t]+-[Ss]tring)?[ \t]+" + _VALUE
+)
+_AS_PLAIN_TEXT = re.compile(r"[^\r\n|;]{0,200}?-[Aa]s[Pp]lain[Tt]ext")
+
+
+def _secure_string_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    if _AS_PLAIN_TEXT.match(text, m.end()) is None:
+        return _NONE  # an encrypted standard string, or a prompt
+    return _value_span(text, m, "password", "password")
+
+
+# --- Pass "</": an XML element named like a secret, `<password>...</password>` -----------
+# gitleaks takes ">" as a separator. Maven's settings.xml `<password>`, `<apiKey>`, `<token>`:
+# "<" before the name, the same name closing the element, the text judged as a quoted value
+# (`<password>${env.PW}</password>` and `<password>{DESede}...</password>` stay).
+_XML_ELEMENT = re.compile(
+    ">" + _gate(_KEYWORDS, ("",), ">") + _names_end(_KEYWORDS, ("",), ">") + r"(?P<xv>[^<\r\n]{1,4096}+)</"
+)
+
+
+def _xml_element_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    name = _identifier_before(text, m.start())
+    if not text.endswith("<", 0, m.start() - len(name)) or not text.startswith(name + ">", m.end()):
+        return _NONE
+    found = _keyword_at(text, m.start())
+    if found is None:
+        return _NONE
+    start, end = m.span("xv")
+    while start < end and text[start] in " \t":
+        start += 1
+    while end > start and text[end - 1] in " \t":
+        end -= 1
+    return _literal_span(text, start, end, found[1], quoted=True)
+
+
+# --- Pass " value=": `<add key="ClearTextPassword" value="..."/>` (NuGet, .NET appSettings) -----
+_XML_ATTRIBUTE = re.compile(
+    r"\" value=(?:"
+    + _gate(_KEYWORDS, ('"',), " value=")
+    + "|"
+    + _gate(_KEYWORDS, ('\\"',), " value=")
+    + r")(?=(?:\\{3}|\\)?\")"
+    + _VALUE
+)
+_KEY_ATTRIBUTE = re.compile(r"(?<![\w.-])key=(?:\\{3}|\\)?\"\Z")
+
+
+def _xml_attribute_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    end = m.start()
+    while end > 0 and text[end - 1] == "\\":
+        end -= 1
+    found = _keyword_at(text, end)
+    if found is None:
+        return _NONE
+    name = _identifier_before(text, end)
+    if _KEY_ATTRIBUTE.search(text, max(0, end - len(name) - 12), end - len(name)) is None:
+        return _NONE
+    return _value_span(text, m, found[1], name)
+
+
+# --- Pass "kty": a JSON Web Key's private members ----------------------------------------
+# In an object with "kty", the private exponent "d", the primes "p", "q" and their CRT values
+# "dp", "dq", "qi", and a symmetric key's "k" (base64url); the public "n", "e", "x", "y" stay.
+_JWK = re.compile(r"kty(?=\\{0,3}\"[ \t]*:)")
+_JWK_PRIVATE = re.compile(
+    r"(?P<q>(?:\\{3}|\\)?\")(?:d|p|q|dp|dq|qi|k)(?P=q)[ \t]*:[ \t]*(?P=q)(?P<v>[A-Za-z0-9_-]{16,})(?P=q)"
+)
+
+
+def _jwk_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    start = text.rfind("{", max(0, m.start() - 8192), m.start())
+    end = text.find("}", m.end(), m.end() + 16384)
+    if start == -1 or text.find("}", start, m.start()) != -1:
+        return _NONE
+    end = len(text) if end == -1 else end  # a key cut by the end of the text
+    return tuple((p.start("v"), p.end("v"), "private_key") for p in _JWK_PRIVATE.finditer(text, start, end))
 
 
 _LINE_BREAK = re.compile(r"\r?\n|\\+r\\+n|\\+n")
@@ -2255,6 +2446,13 @@ _PASSES: tuple[tuple[re.Pattern[str], Resolver], ...] = (
     (_EQUALS, _equals_pass_span),
     (_COLON, _colon_span),
     (_COMMA, _comma_span),
+    (_ENV_PAIR, _env_pair_span),
+    (_PIPED, _piped_span),
+    (_HTPASSWD, _htpasswd_span),
+    (_SECURE_STRING, _secure_string_span),
+    (_XML_ELEMENT, _xml_element_span),
+    (_XML_ATTRIBUTE, _xml_attribute_span),
+    (_JWK, _jwk_span),
     (_SET, _set_span),
     (_NETRC, _netrc_span),
     (_AUTH_PAIR, _auth_pair_span),
@@ -2390,10 +2588,22 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
         _COLON: (
             "(?:" + "|".join(caseless(k) for k in (*_COLON_NAMES, "authorization")) + ")" + closer + ":",
             r"://hooks\.slack\.com/",
+            r"://[0-9a-f]{40}@",
             r"://[^\t\n\r :@/\x22'\\<>\[\]]*:[^\t\n\r @/\x22'<>]+@",
             r":\\+(?:[Uu]sers|USERS)\\",
         ),
         _COMMA: ("(?:" + "|".join(caseless(k) for k in _KEYWORDS) + ")" + closer + ",",),
+        _ENV_PAIR: (
+            r"[Nn]ame(?:\\{0,3}[\x22'])?[ \t]*:[ \t]*(?:\\{0,3}[\x22'])?[A-Za-z0-9_.-]*"
+            rf"[{_letters(_KEYWORDS, -2)}][{_letters(_KEYWORDS, -1)}][\x22'\\]*[ \t]*,?[ \t\r\n\\nrt]*"
+            r"[\x22'\\]*[Vv]alue[\x22'\\]*[ \t]*:",
+        ),
+        _PIPED: (r"\|[ \t]*(?:sudo[ \t]+(?:-[A-Za-z]*S|--stdin)|(?:sudo[ \t]+)?chpasswd)",),
+        _HTPASSWD: (r"htpasswd[ \t]+-[A-Za-z]",),
+        _SECURE_STRING: (r"[Cc]onvert[Tt]o-[Ss]ecure[Ss]tring[ \t]",),
+        _XML_ELEMENT: ("(?:" + "|".join(caseless(k) for k in _KEYWORDS) + r")>[^<\r\n]+</",),
+        _XML_ATTRIBUTE: (rf"[{_letters(_KEYWORDS, -1)}\\\\]\x22 value=",),
+        _JWK: (r"kty\\{0,3}\x22[ \t]*:",),
         _SET: (
             rf"set(?:x|(?:{_BLANKS}--?[A-Za-z]+)*){_BLANKS}[A-Za-z0-9_.:/@-]*"
             rf"[{_letters(_KEYWORDS, -2)}][{_letters(_KEYWORDS, -1)}](?:[ \t]|\\t)",
@@ -2459,6 +2669,13 @@ _REQUIRED: dict[re.Pattern[str], str] = {
     _EQUALS: "=",
     _COLON: ":",
     _COMMA: ",",
+    _ENV_PAIR: "alue",
+    _PIPED: "|",
+    _HTPASSWD: "htpasswd",
+    _SECURE_STRING: "ecure",
+    _XML_ELEMENT: "</",
+    _XML_ATTRIBUTE: '" value=',
+    _JWK: "kty",
     _SET: "set",
     _NETRC: "password",
     _AUTH_PAIR: "uth",
