@@ -205,6 +205,7 @@ ADVERSARIAL: list[tuple[str, str]] = [
     (" value=", 'key=\\"my_secret\\" value=\\"x\\"'),
     (" value=", '1d" value="x"'),
     ("kty", 'kty\\\\\\" :'),
+    ("_", "key pcsk_a_b1"),  # a cut Pinecone token: "_" inside its first four
     ("set", "setx API_KEY Zx81"),
     ("set", "set\t-gx\tGITHUB_TOKEN\t'Zx81'"),
     ("set", "set -x my.pass 'Zx81'"),

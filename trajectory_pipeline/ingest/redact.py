@@ -2067,7 +2067,7 @@ _COLON = re.compile(
     + r")"
     r"|//(?:hooks\.slack\.com/(?:services|workflows|triggers)/(?P<hook>[A-Za-z0-9+/_-]{20,})"
     # An old-style GitHub token (40 hex digits) as a URL's user: https://<token>@github.com/o/r.
-    r"|(?P<hex_user>[0-9a-f]{40})@"
+    r"|(?P<hex_user>[0-9a-f]{40})(?::x-oauth-basic)?@"
     r"|[^\s:@/\"'\\<>\[\]]*:(?P<pw>"
     + _URL_PASSWORD
     + r")@)"
@@ -2121,16 +2121,27 @@ _COMMA = re.compile(
 )
 
 
+_IDENTIFIER_VALUE = re.compile(r"(?:[a-z0-9]+[_.-])+[a-z0-9]+")
+
+
 def _comma_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     value = m.group("qv")
     if value is None or len(value) < 8 or all(c.isalpha() or c in _WORDISH for c in value):
         return _NONE  # short values ("x1", "1.2.3") are too often test data after a ","
+    if value.startswith("-") or (" " in value and not _is_passphrase(value)):
+        return _NONE  # a flag or a phrase: ["--token", "--hf-token2"], ("Bearer token", "text/plain; q=2")
+    words = re.split(r"[_.-]", value)
+    if _IDENTIFIER_VALUE.fullmatch(value) and any(w.isalpha() and len(w) >= 3 for w in words):
+        return _NONE  # a list of names: ["access_token", "expires_at_utc2"], ("secret", "v2.3.1-beta")
     end = m.start()
     while end > 0 and text[end - 1] in "\"'\\":
         end -= 1
     found = _keyword_at(text, end)
     if found is None or value.lower().startswith(text[found[0] : end].lower()):
         return _NONE
+    name_start = end - len(_identifier_before(text, end))
+    if name_start == 0 or text[name_start - 1] not in "\"'\\":
+        return _NONE  # the key's string holds more than a name: "invalid token", "[CLS] my token"
     return _equals_span(text, m)
 
 
@@ -2143,7 +2154,7 @@ _ENV_PAIR = re.compile(
     r"ame(?<=[Nn]ame)(?:\\{0,3}[\"'])?[ \t]*:[ \t]*(?P<nq>(?:\\{3}|\\)?\"|')?"
     r"(?P<name>[A-Za-z0-9_.-]{1,200}+)"
     + _gate(_KEYWORDS, ("",))
-    + r"(?(nq)(?P=nq))[ \t]*,?(?:[ \t\r\n]|\\+[nrt])*"
+    + r"(?(nq)(?P=nq))[ \t]*+,?(?:[ \t\r\n]|\\+[nrt])*+"
     r"(?:\\{0,3}[\"'])?[Vv]alue(?:\\{0,3}[\"'])?[ \t]*:[ \t]*" + _VALUE
 )
 
@@ -2232,7 +2243,7 @@ def _secure_string_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 # "<" before the name, the same name closing the element, the text judged as a quoted value
 # (`<password>${env.PW}</password>` and `<password>{DESede}...</password>` stay).
 _XML_ELEMENT = re.compile(
-    ">" + _gate(_KEYWORDS, ("",), ">") + _names_end(_KEYWORDS, ("",), ">") + r"(?P<xv>[^<\r\n]{1,4096}+)</"
+    ">" + _gate(_KEYWORDS, ("",), ">") + _names_end(_KEYWORDS, ("",), ">") + r"(?P<xv>[^<\r\n\"]{1,4096}+)</"
 )
 
 
@@ -2285,12 +2296,15 @@ _JWK_PRIVATE = re.compile(
 )
 
 
+_BRACE = re.compile(r"[{}]")
+
+
 def _jwk_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     start = text.rfind("{", max(0, m.start() - 8192), m.start())
-    end = text.find("}", m.end(), m.end() + 16384)
-    if start == -1 or text.find("}", start, m.start()) != -1:
-        return _NONE
-    end = len(text) if end == -1 else end  # a key cut by the end of the text
+    if start == -1 or text.find("}", start, m.start()) != -1 or _JWK.search(text, start, m.start()):
+        return _NONE  # not in an object, or its first "kty" has scanned it already
+    brace = _BRACE.search(text, m.end(), m.end() + 16384)  # a JWK holds no object: stop at the next brace
+    end = min(len(text), m.end() + 16384) if brace is None else brace.start()  # a key cut short
     return tuple((p.start("v"), p.end("v"), "private_key") for p in _JWK_PRIVATE.finditer(text, start, end))
 
 
@@ -2552,7 +2566,7 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
             r"(?:gh[pousr]|github_pat|npm|hf|whsec|k_live|k_test|do[por]_v1|gsk|shp(?:at|ca|pa|ss)|lin_api|r8"
             r"|lin_oauth|sntry[us]|sbp|ntn|glsa|lsv2_pt|lsv2_sk)_[A-Za-z0-9]{4}",
             r"(?:dckr_pat|figd)_[A-Za-z0-9_-]{4}",
-            r"pcsk_[A-Za-z0-9]{4}",
+            r"pcsk_[A-Za-z0-9_]{4}",
         ),
         _A: (
             r"A(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{4}",
@@ -2588,7 +2602,7 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
         _COLON: (
             "(?:" + "|".join(caseless(k) for k in (*_COLON_NAMES, "authorization")) + ")" + closer + ":",
             r"://hooks\.slack\.com/",
-            r"://[0-9a-f]{40}@",
+            r"://[0-9a-f]{40}(?::x-oauth-basic)?@",
             r"://[^\t\n\r :@/\x22'\\<>\[\]]*:[^\t\n\r @/\x22'<>]+@",
             r":\\+(?:[Uu]sers|USERS)\\",
         ),
