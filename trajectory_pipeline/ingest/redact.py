@@ -607,11 +607,15 @@ def _is_passphrase(value: str) -> bool:
 _AMP_CUT = re.compile(r"&(?:[A-Za-z_][\w.-]*=|#?[A-Za-z0-9]+;)")
 
 
+def _back_over(text: str, end: int, chars: str | frozenset[str]) -> int:
+    """Where the run of `chars` that ends at `end` starts (`end` when none does)."""
+    while end > 0 and text[end - 1] in chars:
+        end -= 1
+    return end
+
+
 def _identifier_before(text: str, end: int) -> str:
-    start = end
-    while start > 0 and text[start - 1] in _PATH_WORD:
-        start -= 1
-    return text[start:end]
+    return text[_back_over(text, end, _PATH_WORD) : end]
 
 
 def _keyword_at(text: str, end: int, names: tuple[str, ...] = _KEYWORDS) -> tuple[int, str] | None:
@@ -770,16 +774,24 @@ def _value_span(text: str, m: re.Match[str], kind: str, name: str, p: str = "") 
             return _NONE
         start, end = span
     value = text[start:end]
-    if _is_reference(value) and not (quoted and _is_passphrase(value)):
-        return _NONE
-    if value.endswith(("EXAMPLE", "EXAMPLEKEY")):
-        return _NONE
     if name.lower().endswith("pwd") and value.startswith(("/", "~")):
         return _NONE  # PWD=/home/... is the working directory
     if _AWS_SECRET.fullmatch(value):
         full = name.lower().replace("_", "").replace("-", "")
         if "aws" in full or "secretaccesskey" in full:
             kind = "aws_secret_key"
+    return _literal_span(text, start, end, kind, quoted)
+
+
+def _literal_span(text: str, start: int, end: int, kind: str, quoted: bool) -> tuple[Span, ...]:
+    """text[start:end] as a `kind` finding (a known vendor token as its own kind), unless it is a
+    reference or AWS's documentation example: how a value after "=" is judged (`_value_span`), and
+    a value other passes find (an echoed password, an XML element's text)."""
+    value = text[start:end]
+    if not value or (_is_reference(value) and not (quoted and _is_passphrase(value))):
+        return _NONE
+    if value.endswith(("EXAMPLE", "EXAMPLEKEY")):
+        return _NONE
     return _one(start, end, _vendor_kind(value) or kind)
 
 
@@ -1964,13 +1976,10 @@ _ARN_SECRET = re.compile(r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]*:[0-9]{12}:se
 def _equals_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     """The value of the secret-named key before the "=" or ":" at m.start() (matched by
     `_EQUALS` or `_COLON`), judged by the kind of key."""
-    end = m.start()
-    while end > 0 and text[end - 1] in " \"'\\":
-        end -= 1
+    end = _back_over(text, m.start(), " \"'\\")
     if end > 1 and text[end - 1] == "]" and text[end - 2] in "\"'":
-        end -= 1  # os.environ["API_KEY"] = ...: the subscript's closing quote (maybe JSON-escaped)
-        while end > 0 and text[end - 1] in "\"'\\":
-            end -= 1
+        # os.environ["API_KEY"] = ...: the subscript's closing quote (maybe JSON-escaped)
+        end = _back_over(text, end - 1, "\"'\\")
     found = _keyword_at(text, end, _EQUALS_NAMES if text[m.start()] == "=" else _COLON_NAMES)
     if found is None:
         return _NONE
@@ -2133,9 +2142,7 @@ def _comma_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     words = re.split(r"[_.-]", value)
     if _IDENTIFIER_VALUE.fullmatch(value) and any(w.isalpha() and len(w) >= 3 for w in words):
         return _NONE  # a list of names: ["access_token", "expires_at_utc2"], ("secret", "v2.3.1-beta")
-    end = m.start()
-    while end > 0 and text[end - 1] in "\"'\\":
-        end -= 1
+    end = _back_over(text, m.start(), "\"'\\")
     found = _keyword_at(text, end)
     if found is None or value.lower().startswith(text[found[0] : end].lower()):
         return _NONE
@@ -2193,16 +2200,6 @@ def _piped_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
             return _NONE
         start = colon + 1
     return _literal_span(text, start, end, "password", quoted=group == "qv")
-
-
-def _literal_span(text: str, start: int, end: int, kind: str, quoted: bool) -> tuple[Span, ...]:
-    """text[start:end] as a `kind` finding, unless it is a reference (judged as after "=")."""
-    value = text[start:end]
-    if not value or (_is_reference(value) and not (quoted and _is_passphrase(value))):
-        return _NONE
-    if value.endswith(("EXAMPLE", "EXAMPLEKEY")):
-        return _NONE
-    return _one(start, end, _vendor_kind(value) or kind)
 
 
 # --- Pass "htpasswd": `htpasswd -b[c] FILE USER PASSWORD`, `htpasswd -nb USER PASSWORD` --------
@@ -2275,9 +2272,7 @@ _KEY_ATTRIBUTE = re.compile(r"(?<![\w.-])key=(?:\\{3}|\\)?\"\Z")
 
 
 def _xml_attribute_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
-    end = m.start()
-    while end > 0 and text[end - 1] == "\\":
-        end -= 1
+    end = _back_over(text, m.start(), "\\")
     found = _keyword_at(text, end)
     if found is None:
         return _NONE
