@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from trajectory_pipeline.ingest.parsers.common import (
+    REDACTED_THINKING,
     Clock,
     Orphans,
     UnknownRecordType,
@@ -371,7 +372,7 @@ def _block_event(
     if kind == "thinking":
         return (ts, "assistant", "reasoning", get_str(block, "thinking", where), None, None, None, None)
     if kind == "redacted_thinking":  # encrypted: only that there was some is kept, as for Claude Code
-        return (ts, "assistant", "reasoning", "[redacted thinking]", None, None, None, None)
+        return (ts, "assistant", "reasoning", REDACTED_THINKING, None, None, None, None)
     if kind == "tool_result":
         call_id = _call_id(block, "tool_use_id", where)
         text = _text(block.get("content"), where + "content")

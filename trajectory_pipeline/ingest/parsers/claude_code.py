@@ -58,7 +58,14 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from trajectory_pipeline.ingest.parsers.common import Clock, WrongFieldType, bad_record, failure, new_event
+from trajectory_pipeline.ingest.parsers.common import (
+    REDACTED_THINKING,
+    Clock,
+    WrongFieldType,
+    bad_record,
+    failure,
+    new_event,
+)
 from trajectory_pipeline.ingest.parsers.lines import MAX_LINE_BYTES, JsonLine, file_mtime_us, read_json_lines
 from trajectory_pipeline.schema import (
     OVERSIZE_LINE,
@@ -605,7 +612,7 @@ def _assistant_block(block: object, text_kind: str, model: str | None) -> _Row:
     if kind == "thinking":
         return _text_row("assistant", "reasoning", _required(block, "thinking", str), model)
     if kind == "redacted_thinking":
-        return _text_row("assistant", "reasoning", "[redacted thinking]", model)
+        return _text_row("assistant", "reasoning", REDACTED_THINKING, model)
     if kind in ("tool_use", "server_tool_use"):
         tool_input = _optional(block, "input", dict)
         name = _required(block, "name", str)

@@ -62,6 +62,8 @@ new_event = cast(Callable[[tuple[Any, ...]], Event], functools.partial(tuple.__n
 
 # Whole-file formats are loaded at once; past this size a file is refused, not loaded.
 MAX_FILE_BYTES = 256 * 1024 * 1024
+# What an encrypted thinking block (Anthropic's redacted_thinking) becomes: that there was some.
+REDACTED_THINKING = "[redacted thinking]"
 
 # Bad lines held while waiting for the session they belong to; past this they go out unassigned.
 ORPHAN_CAP = 10_000

@@ -60,6 +60,7 @@ import orjson
 
 from trajectory_pipeline.ingest.parsers.common import (
     MAX_FILE_BYTES,
+    REDACTED_THINKING,
     Fields,
     bad_record,
     failure,
@@ -359,7 +360,7 @@ def _reasoning(message: dict[str, Any]) -> list[str]:
         if not isinstance(block, dict):
             continue
         if block.get("type") == "redacted_thinking":
-            texts.append("[redacted thinking]")  # as claude_code gives it
+            texts.append(REDACTED_THINKING)
         elif isinstance(block.get("thinking"), str) and block["thinking"].strip():
             texts.append(block["thinking"])
     reasoning = message.get("reasoning_content")
