@@ -213,8 +213,7 @@ def parse(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Event | 
             )
             continue
         line, rows = read
-        if carry.repeated:  # read once: counted, not quarantined
-            carry.repeated = False
+        if read is _REPEATED:  # read once: counted, not quarantined
             yield bad_record(
                 SOURCE, source_path, line_no, REPEATED_LINE, obj, session_id=session_id, session_start=start
             )
@@ -467,7 +466,6 @@ class _Carry:
         self.pre_tool_hooks: dict[str, list[tuple[str, str]]] = {}
         # Fingerprints of the lines read that have a uuid, to read a repeated line once (`_repeats`).
         self.seen: set[int] = set()
-        self.repeated = False  # the line just read was such a repeat
 
 
 # The fields a line gives all its events: ts, cwd, repo, git_branch, is_sidechain, agent_id,
@@ -489,8 +487,8 @@ def _text_row(
 
 
 def _read_line(obj: dict[str, Any], carry: _Carry) -> tuple[_Line, list[_Row]] | None:
-    """The shared fields and the events of one line (none for bookkeeping or a repeated line); None
-    for an unknown record type."""
+    """The shared fields and the events of one line (none for bookkeeping); `_REPEATED` for a line
+    read before; None for an unknown record type."""
     kind = obj.get("type")
     if not isinstance(kind, str):
         return None
@@ -505,8 +503,7 @@ def _read_line(obj: dict[str, Any], carry: _Carry) -> tuple[_Line, list[_Row]] |
     rows = handler(obj)
     if _repeats(obj, line, rows, carry):
         carry.refused = _NOTHING  # its first copy said so
-        carry.repeated = True
-        return _NO_LINE, []
+        return _REPEATED
     if carry.pre_tool_hooks and kind == "user":
         rows = _with_hook_notices(rows, carry)
     if kind == "summary":
@@ -575,6 +572,9 @@ def _check_strings(obj: dict[str, Any], *keys: str) -> None:
 
 
 _NO_LINE: _Line = (None, None, None, None, False, None, None, None)  # a line without events
+# What `_read_line` gives a line that repeats one read before (see "Repeats"): no events, and
+# `parse` counts it.
+_REPEATED: tuple[_Line, list[_Row]] = (_NO_LINE, [])
 
 
 def _user_fields(obj: dict[str, Any]) -> list[_Row]:
