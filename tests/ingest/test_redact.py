@@ -415,6 +415,27 @@ PLANTED: list[tuple[str, str, str]] = [
     ),
     ("secret", "<apiKey>" + fake(20, "Ak3yQ8") + "</apiKey>", fake(20, "Ak3yQ8")),
     ("password", '<add key="ClearTextPassword" value="' + fake(12, "Nu6gT4") + '" />', fake(12, "Nu6gT4")),
+    # Single-quoted attributes, Spring's and Ant's name-value pairs, a namespace prefix, a CDATA
+    # section and an Apple property list's key then string.
+    ("password", "<add key='Password' value='" + fake(14, "Sq5wR8") + "' />", fake(14, "Sq5wR8")),
+    (
+        "password",
+        '<property name="db.password" value="' + fake(14, "Sp7rG3") + '"/>',
+        fake(14, "Sp7rG3"),
+    ),
+    ("secret", "<param name='secret'  value='" + fake(16, "Pm4sK9") + "'/>", fake(16, "Pm4sK9")),
+    (
+        "password",
+        "<ns2:login><ns2:password>" + fake(14, "Ns8pW2") + "</ns2:password></ns2:login>",
+        fake(14, "Ns8pW2"),
+    ),
+    ("password", "<password><![CDATA[" + fake(14, "Cd6aT1") + "]]></password>", fake(14, "Cd6aT1")),
+    (
+        "password",
+        "<dict>\n\t<key>Password</key>\n\t<string>" + fake(14, "Pl3iS7") + "</string>",
+        fake(14, "Pl3iS7"),
+    ),
+    ("secret", "<key>api_token</key><string>" + fake(20, "Tk2pL9") + "</string>", fake(20, "Tk2pL9")),
     # .npmrc's _auth (base64 of user:password), a 40-hex GitHub token as a URL's user, WireGuard.
     (
         "npm_token",
@@ -502,6 +523,21 @@ NEAR_MISSES = [
     '<label for="password">Password</label>',
     '<add key="Username" value="deploy" />',
     '<input type="password" value="" />',
+    # XML whose names are no secret's, or whose values are templates or empty.
+    "<key>CFBundleName</key><string>MyApp</string>",
+    "<key>PasswordHint</key>\n<string>your pet</string>",
+    "<key>Password</key>\n\t<string>${PW}</string>",
+    "<key>Password</key><string></string>",
+    '<property name="username" value="bob"/>',
+    '<param name="passwordField" value="pw_input2"/>',
+    '<property name="password" value="${db.password}"/>',
+    "<add key='Password' value='$(DB_PASSWORD)' />",
+    '<property name="password" value=""/>',
+    '<input type="password" name="password" value="" />',
+    "<ns1:password>${env.PW}</ns1:password>",
+    "<password><![CDATA[${PW}]]></password>",
+    "<script><![CDATA[ if (a < b) { x = 1; } ]]></script>",
+    "Each <token> element holds one word, e.g. <token>hello</token>.",
     # "d" in an object that is no JSON Web Key, a public JWK.
     '{"a": 1, "d": "' + fake(43) + '"}',
     '{"kty": "RSA", "e": "AQAB", "n": "' + fake(43) + '"}',

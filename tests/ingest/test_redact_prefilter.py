@@ -204,6 +204,10 @@ ADVERSARIAL: list[tuple[str, str]] = [
     ("</", "A_TO\u212aEN>x</"),
     (" value=", 'key=\\"my_secret\\" value=\\"x\\"'),
     (" value=", '1d" value="x"'),
+    (" value=", "1d' value='x'"),
+    (" value=", 'x   value=\\\\\\"x'),
+    ("</", "<ns:pa\u017fsword> \t<![CDATA[é]]]>\t</"),
+    ("</", "</key>\\n\u2003\r\n<string>é</string>"),
     ("kty", 'kty\\\\\\" :'),
     ("_", "key pcsk_a_b1"),  # a cut Pinecone token: "_" inside its first four
     ("set", "setx API_KEY Zx81"),

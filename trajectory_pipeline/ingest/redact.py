@@ -13,8 +13,9 @@ text and a count per kind, for the asset's metadata.
 
 What is redacted by default (`KINDS`): cloud and vendor tokens of known shapes, private
 keys (PEM blocks, a PEM in base64, PuTTY's Private-Lines, age secret keys), JWTs, bearer
-and other Authorization credentials, URL passwords, values of secret-named keys, Azure
-SAS signatures, Docker config.json credentials, GCP private key ids, credential flags of
+and other Authorization credentials, URL passwords, values of secret-named keys (also XML
+elements, `key=`/`name=` and `value=` attributes and property-list entries), Azure SAS
+signatures, Docker config.json credentials, GCP private key ids, credential flags of
 the commands that take them, a secret-named name's value set with a blank (`setx`, fish's
 `set -x`, `aws configure set`, `npm config set`), `.netrc` passwords, the password of a
 basic-auth pair in code (`auth=("bob", "x")`, `HTTPBasicAuth(...)`), session cookies,
@@ -2238,41 +2239,83 @@ def _secure_string_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 # --- Pass "</": an XML element named like a secret, `<password>...</password>` -----------
 # gitleaks takes ">" as a separator. Maven's settings.xml `<password>`, `<apiKey>`, `<token>`:
 # "<" before the name, the same name closing the element, the text judged as a quoted value
-# (`<password>${env.PW}</password>` and `<password>{DESede}...</password>` stay).
+# (`<password>${env.PW}</password>` and `<password>{DESede}...</password>` stay). Also with a
+# namespace prefix (SOAP's `<ns1:password>`, closed by the same prefixed name), with the text
+# in a CDATA section (`<password><![CDATA[...]]></password>`: its content is the value), and
+# an Apple property list's `<key>Password</key>` then `<string>...</string>`, blanks and line
+# breaks (JSON-escaped or not) between them: the key's text must end in a keyword, as a name
+# before "=" must (`<key>PasswordHint</key>` and `<key>CFBundleName</key>` stay). That one starts
+# on the ">" of `</key>`, which the keyword test lets through as it ends in "key".
+_XML_TEXT = r"(?P<xv>[^<\r\n\"]{1,4096}+)"
+_XML_CDATA = r"[ \t]*<!\[CDATA\[(?P<cv>(?:[^\]\r\n\"]|\](?!\]>)){1,4096}+)\]\]>[ \t]*"
+_PLIST_STRING = r"(?<=</key>)(?>" + _GAP + r")<string>(?P<pv>[^<\r\n\"]{1,4096}+)</string>"
 _XML_ELEMENT = re.compile(
-    ">" + _gate(_KEYWORDS, ("",), ">") + _names_end(_KEYWORDS, ("",), ">") + r"(?P<xv>[^<\r\n\"]{1,4096}+)</"
+    ">"
+    + _gate(_KEYWORDS, ("",), ">")
+    + "(?:"
+    + _names_end(_KEYWORDS, ("",), ">")
+    + f"(?:{_XML_CDATA}|{_XML_TEXT})</|{_PLIST_STRING})"
 )
 
 
 def _xml_element_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    if m.group("pv") is not None:
+        return _plist_span(text, m)
     name = _identifier_before(text, m.start())
-    if not text.endswith("<", 0, m.start() - len(name)) or not text.startswith(name + ">", m.end()):
+    tag = m.start() - len(name)
+    if text.endswith(":", 0, tag):  # a namespace prefix: <ns1:password>...</ns1:password>
+        prefix = _back_over(text, tag - 1, _PATH_WORD)
+        if prefix == tag - 1:
+            return _NONE
+        name, tag = text[prefix : m.start()], prefix
+    if not text.endswith("<", 0, tag) or not text.startswith(name + ">", m.end()):
         return _NONE
     found = _keyword_at(text, m.start())
     if found is None:
         return _NONE
-    start, end = m.span("xv")
+    return _element_text_span(text, *m.span("xv" if m.group("xv") is not None else "cv"), found[1])
+
+
+def _plist_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    """The `<string>` after a property list's `<key>NAME</key>`, when NAME is secret-named."""
+    end = m.start() - len("</key")
+    found = _keyword_at(text, end)
+    if found is None or not text.endswith("<key>", 0, end - len(_identifier_before(text, end))):
+        return _NONE
+    return _element_text_span(text, *m.span("pv"), found[1])
+
+
+def _element_text_span(text: str, start: int, end: int, kind: str) -> tuple[Span, ...]:
+    """An element's text, blanks around it left out, judged as a quoted value."""
     while start < end and text[start] in " \t":
         start += 1
     while end > start and text[end - 1] in " \t":
         end -= 1
-    return _literal_span(text, start, end, found[1], quoted=True)
+    return _literal_span(text, start, end, kind, quoted=True)
 
 
 # --- Pass " value=": `<add key="ClearTextPassword" value="..."/>` (NuGet, .NET appSettings) -----
+# Also Spring's, Ant's and Java's name-value attributes (`<property name="db.password"
+# value="..."/>`, `<param name="secret" value="..."/>`, `<entry key="api.token" .../>`),
+# quoted with double or single quotes (`<add key='Password' value='...'/>`). The `key=` or
+# `name=` attribute must stand right before `value=`, only spaces between (a tab would be
+# escaped in a JSON string, a line break too: attributes on lines of their own are left
+# alone); its name must end in a keyword, as before "=" (`name="passwordField"` and
+# `name="username"` stay), and the value is judged as after "=". It starts on "value=",
+# whose three characters before (a keyword's last letter or a backslash, a quote and a
+# space; or two spaces) are tested at once.
 _XML_ATTRIBUTE = re.compile(
-    r"\" value=(?:"
-    + _gate(_KEYWORDS, ('"',), " value=")
-    + "|"
-    + _gate(_KEYWORDS, ('\\"',), " value=")
-    + r")(?=(?:\\{3}|\\)?\")"
-    + _VALUE
+    rf"value=(?:(?<=[{_letters(_KEYWORDS, -1)}\\][\"'] value=)|(?<=  value=))"
+    r"(?=(?:\\{3}|\\)?\"|')" + _VALUE
 )
-_KEY_ATTRIBUTE = re.compile(r"(?<![\w.-])key=(?:\\{3}|\\)?\"\Z")
+_KEY_ATTRIBUTE = re.compile(r"(?<![\w.-])(?:key|name)=(?:(?:\\{3}|\\)?\"|')\Z")
 
 
 def _xml_attribute_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
-    end = _back_over(text, m.start(), "\\")
+    quote = _back_over(text, m.start(), " ") - 1
+    if quote < 0 or text[quote] not in "\"'":
+        return _NONE
+    end = _back_over(text, quote, "\\")
     found = _keyword_at(text, end)
     if found is None:
         return _NONE
@@ -2513,6 +2556,9 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
       Slack webhook host, or a user, ":", a password and "@" (negated classes excluding
       only ASCII characters Python excludes too, unbounded; a backslash may stand in the
       password); and `:`, backslashes, `Users` and a backslash.
+    - `</`: a keyword `caseless` and ">", then the text up to "</" or a CDATA section's
+      opening; a property list's `</key>`, any bytes but "<" (the gap's blanks, unicode ones
+      included) and `<string>`. ` value=`: the characters its lookbehinds test, consumed.
     - `uth`: the lookbehind's `[Aa]` consumed, then a byte that can start what follows: "=",
       "(", a backslash (an escaped line break), an ASCII blank of Python's `\\s` or any byte of
       a non-ASCII character.
@@ -2610,8 +2656,11 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
         _PIPED: (r"\|[ \t]*(?:sudo[ \t]+(?:-[A-Za-z]*S|--stdin)|(?:sudo[ \t]+)?chpasswd)",),
         _HTPASSWD: (r"htpasswd[ \t]+-[A-Za-z]",),
         _SECURE_STRING: (r"[Cc]onvert[Tt]o-[Ss]ecure[Ss]tring[ \t]",),
-        _XML_ELEMENT: ("(?:" + "|".join(caseless(k) for k in _KEYWORDS) + r")>[^<\r\n]+</",),
-        _XML_ATTRIBUTE: (rf"[{_letters(_KEYWORDS, -1)}\\\\]\x22 value=",),
+        _XML_ELEMENT: (
+            "(?:" + "|".join(caseless(k) for k in _KEYWORDS) + r")>(?:[^<\r\n]+</|[ \t]*<!\[CDATA\[)",
+            r"</key>[^<]*<string>",
+        ),
+        _XML_ATTRIBUTE: (rf"[{_letters(_KEYWORDS, -1)}\\\\][\x22'] value=", r"  value="),
         _JWK: (r"kty\\{0,3}\x22[ \t]*:",),
         _SET: (
             rf"set(?:x|(?:{_BLANKS}--?[A-Za-z]+)*){_BLANKS}[A-Za-z0-9_.:/@-]*"
@@ -2683,7 +2732,7 @@ _REQUIRED: dict[re.Pattern[str], str] = {
     _HTPASSWD: "htpasswd",
     _SECURE_STRING: "ecure",
     _XML_ELEMENT: "</",
-    _XML_ATTRIBUTE: '" value=',
+    _XML_ATTRIBUTE: "value=",
     _JWK: "kty",
     _SET: "set",
     _NETRC: "password",
