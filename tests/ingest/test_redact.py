@@ -391,6 +391,23 @@ PLANTED: list[tuple[str, str, str]] = [
         '$pw = ConvertTo-SecureString "' + fake(12, "Ps3Cr8") + '" -AsPlainText -Force',
         fake(12, "Ps3Cr8"),
     ),
+    # sudo by its path or with other options before -S, a here-string to sudo -S or chpasswd, a
+    # string piped to ConvertTo-SecureString, htpasswd's bcrypt cost (-C takes it) and an empty user.
+    ("password", "echo " + fake(12, "Sk4uE8") + " | sudo -k -u root -S apt install x", fake(12, "Sk4uE8")),
+    (
+        "password",
+        "echo " + fake(12, "Pt7hB2") + " | /usr/bin/sudo --user=root --stdin true",
+        fake(12, "Pt7hB2"),
+    ),
+    ("password", "sudo -S apt install x <<< '" + fake(12, "Hs3tR9") + "'", fake(12, "Hs3tR9")),
+    ("password", "chpasswd <<< 'deploy:" + fake(12, "Hc6pW1") + "'", fake(12, "Hc6pW1")),
+    (
+        "password",
+        '"' + fake(12, "Ps8Pp4") + '" | ConvertTo-SecureString -AsPlainText -Force',
+        fake(12, "Ps8Pp4"),
+    ),
+    ("password", 'htpasswd -bnBC 10 "" ' + fake(12, "Bc5Hn3"), fake(12, "Bc5Hn3")),
+    ("password", "htpasswd -b -B -C 12 /etc/nginx/.htpasswd admin " + fake(12, "Bc2Ht7"), fake(12, "Bc2Ht7")),
     # An AWS secret access key right after its key id, with no keyword (the IAM credentials CSV).
     (
         "aws_secret_key",
@@ -516,6 +533,24 @@ NEAR_MISSES = [
     "echo root:root | chpasswd",
     "htpasswd -c /etc/nginx/.htpasswd admin",
     "$cred = ConvertTo-SecureString $encrypted",
+    # Here-strings to other commands or of references, sudo without -S (a word between sudo and
+    # -S is the command's), htpasswd without -b, a SecureString from a variable or a file.
+    'cat <<< "hello world" | wc',
+    'grep foo <<< "$line"',
+    'sudo -S apt-get update <<< "$SUDO_PASS"',
+    "sudo -S true <<< $(cat pw.txt)",
+    "sudo -S true; grep -c x <<< 'Zq9xW3vB7'",
+    "kernel<<<blocks, threads>>>(d_out, d_in);",
+    "sudo -k ls",
+    "sudo -u root -i",
+    "echo done | sudo tee /etc/x",
+    "echo 2y | sudo -u root pacman -S jq",
+    "htpasswd -c file user",
+    "htpasswd -B -C 12 /etc/nginx/.htpasswd admin",
+    'htpasswd -bnBC 10 "" "$PW"',
+    "Get-Content f | ConvertTo-SecureString",
+    "$pw | ConvertTo-SecureString -AsPlainText -Force",
+    'Get-Content "secret2.txt" | ConvertTo-SecureString -AsPlainText -Force',
     # An AWS key id followed by an ordinary word; XML without a literal secret.
     "AKIA" + "IOSFODNN7EXAMPLE " + fake(40, "wJalr" + "XUtn/K7MD+"),
     "<password>${env.PW}</password>",
@@ -986,8 +1021,9 @@ def test_a_pem_block_glued_to_what_precedes_it_is_found_in_one_pass(before: str)
     [
         "- name: API_TOKEN" + " " * 8_000 + "\n  value:\n",  # blanks split many ways before "value:"
         '{"kty":"RSA",' * 4_000,  # no "}": each "kty" scanned on to the end of the text
+        "sudo -S x <<< " * 5_000,  # each here-string looks back over its command for a reader
     ],
-    ids=["env-entry-blanks", "kty-unclosed"],
+    ids=["env-entry-blanks", "kty-unclosed", "here-strings"],
 )
 def test_pathological_texts_redact_in_linear_time(text: str) -> None:
     """Not timed: before the review's fixes these took 12 s and over a minute (pytest's durations

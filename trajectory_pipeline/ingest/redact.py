@@ -761,19 +761,24 @@ def _quoted_span(text: str, m: re.Match[str], p: str = "") -> tuple[int, int] | 
     return start, end
 
 
+def _value_bounds(text: str, m: re.Match[str], p: str = "") -> tuple[int, int, bool] | None:
+    """The span of the value matched by `_value(p)` and whether it is quoted; None where it
+    is no value: a call or a subscript, or a quote that closed a string."""
+    if m.group(f"{p}uv") is None:
+        span = _quoted_span(text, m, p)
+        return None if span is None else (*span, True)
+    start, end = m.span(f"{p}uv")
+    if end < len(text) and text[end] in "([":
+        return None  # get_token(), os.environ["X"]
+    return start, _word_end(text, start, end), False
+
+
 def _value_span(text: str, m: re.Match[str], kind: str, name: str, p: str = "") -> tuple[Span, ...]:
     """The span of the value assigned to secret-named key `name`, unless it is a reference."""
-    quoted = m.group(f"{p}uv") is None
-    if not quoted:
-        start, end = m.span(f"{p}uv")
-        if end < len(text) and text[end] in "([":
-            return _NONE  # get_token(), os.environ["X"]
-        end = _word_end(text, start, end)
-    else:
-        span = _quoted_span(text, m, p)
-        if span is None:
-            return _NONE
-        start, end = span
+    bounds = _value_bounds(text, m, p)
+    if bounds is None:
+        return _NONE
+    start, end, quoted = bounds
     value = text[start:end]
     if name.lower().endswith("pwd") and value.startswith(("/", "~")):
         return _NONE  # PWD=/home/... is the working directory
@@ -2178,15 +2183,39 @@ def _env_pair_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 # `echo 'pw' | sudo -S apt-get ...`, `printf '%s\n' 'pw' | sudo --stdin ...`, `echo 'user:pw' |
 # chpasswd` (the part after ":"). The echoed word is judged as a value after "=": `echo
 # "$SUDO_PASS" | sudo -S` and `echo root:root | chpasswd` stay; `sudo -S true` alone has no password.
-_PIPED = re.compile(
-    r"\|(?=[ \t]*(?:sudo[ \t]+(?:-[A-Za-z]*S|--stdin)|(?:sudo[ \t]+)?(?P<chpasswd>chpasswd)))"
+# sudo and chpasswd may be named by their path (`/usr/bin/sudo`), and sudo may take other options
+# before -S (`-k -S`, `-E -S`, `-u root -S`, `-p '' -S`, `--user=root --stdin`): a cluster whose
+# last letter takes an argument (`-u`, `-g`, `-p`, `-C`, ...) takes the next word, and so do the
+# long options that do (`--user root`); no other word comes between sudo and -S, so `echo y | sudo
+# apt -S x` is not sudo reading a password. `_STDIN_READER` is also the "<<<" pass's reader.
+_SUDO_ARGUMENT = (
+    r"(?:\\{0,3}\"[^\"\r\n]{0,100}\"|'[^'\r\n]{0,100}'"
+    r"|[^\s\"'`\\|;&<>()-][^\s\"'`\\|;&<>()]{0,100}+)"
 )
+_SUDO_OPTION = (
+    rf"(?:-[A-Za-z]++(?:(?<=[aCcDghpRrTtUu])[ \t]+{_SUDO_ARGUMENT})?"
+    r"|--(?:user|group|host|prompt|chdir|chroot|role|type|other-user|login-class|auth-type"
+    rf"|close-from|command-timeout)[ \t]+{_SUDO_ARGUMENT}"
+    r"|--[A-Za-z][A-Za-z-]*+(?:=[^\s\"'`\\|;&<>()]{0,100}+)?)"
+)
+_COMMAND_PATH = r"(?:(?:/[A-Za-z0-9_.-]++)*/)?"  # /usr/bin/, /usr/sbin/
+_SUDO = rf"{_COMMAND_PATH}sudo(?:[ \t]+{_SUDO_OPTION}){{0,8}}?[ \t]+"
+_STDIN_READER = (  # the lookahead first: `re` rejects most places at once
+    rf"(?=/|sudo|chpasswd)(?:{_SUDO}(?:-[A-Za-z]*S|--stdin)|(?:{_SUDO})?{_COMMAND_PATH}(?P<chpasswd>chpasswd))"
+)
+_PIPED = re.compile(rf"\|(?=[ \t]*{_STDIN_READER})")
 _ECHOED = re.compile(
     r"(?:(?<![\w.-])|(?<=\\[nrt]))(?:echo(?:[ \t]+-[neE]{1,3})*"
     r"|printf(?:[ \t]+--)?(?:[ \t]+(?P<fq>(?:\\{3}|\\)?\"|')%s(?:\\+n)?(?P=fq))?)[ \t]+"
     r"(?:(?P<q>(?:\\{3}|\\)?\"|')(?P<qv>[^\"'\\\r\n]{1,200})(?:\\+n)?(?P=q)"
     r"|(?P<uv>[^\s\"'`\\|;&<>()]{1,200}))[ \t]*\Z"
 )
+
+
+def _user_password(text: str, start: int, end: int) -> int | None:
+    """Where the password of chpasswd's `user:password` text[start:end] starts (None: no ":")."""
+    colon = text.find(":", start, end)
+    return None if colon == -1 else colon + 1
 
 
 def _piped_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
@@ -2196,17 +2225,75 @@ def _piped_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     group = "uv" if echoed.group("uv") is not None else "qv"
     start, end = echoed.span(group)
     if m.group("chpasswd") is not None:
-        colon = text.find(":", start, end)
-        if colon == -1:
+        password = _user_password(text, start, end)
+        if password is None:
             return _NONE
-        start = colon + 1
+        start = password
     return _literal_span(text, start, end, "password", quoted=group == "qv")
 
 
+# --- Pass "<<<": a password given to `sudo -S` or `chpasswd` as a here-string ----------------
+# `sudo -S apt-get install x <<< 'pw'`, `sudo -S <<< "pw" cmd`, `chpasswd <<< 'user:pw'` (the part
+# after ":"): bash feeds the word after `<<<` to the command's standard input, as "|" does. The
+# command is a reader of "|" (`_STDIN_READER`, with its paths and options) that starts a word
+# between the last command break (a line break, also JSON-escaped, "|", ";", "&", a backquote;
+# not the "&" of `2>&1`) and `<<<`; another command's here-string (`grep x <<< "$line"`, `bc <<<
+# 2+2`, CUDA's `kernel<<<blocks, threads>>>`) is data. The word is judged as a value after "=":
+# `<<< "$PW"` and `<<< $(cat pw.txt)` stay.
+_HERE_STRING = re.compile(r"<<<[ \t]*" + _VALUE)
+_COMMAND_BREAKS = ("\n", "\r", "\\n", "\\r", "|", ";", "`")
+_READER = re.compile(_STDIN_READER)
+
+
+def _command_start(text: str, end: int) -> int:
+    """Where the command that goes on at `end` starts, 300 characters back at most."""
+    start = max(0, end - 300)
+    for brk in _COMMAND_BREAKS:
+        i = text.rfind(brk, start, end)
+        if i != -1:
+            start = i + len(brk)
+    amp = text.rfind("&", start, end)
+    while amp != -1 and (text[amp - 1 : amp] in ("<", ">") or text.startswith(">", amp + 1)):
+        amp = text.rfind("&", start, amp)  # 2>&1, &>log: a redirection
+    return start if amp == -1 else amp + 1
+
+
+def _reader_before(text: str, end: int) -> re.Match[str] | None:
+    """The stdin reader (`sudo -S`, `chpasswd`) of the command that goes on at `end`, if any."""
+    start = _command_start(text, end)
+    if text.find("sudo", start, end) == -1 and text.find("chpasswd", start, end) == -1:
+        return None
+    for reader in _READER.finditer(text, start, end):
+        if _starts_token(text, reader.start(), _PATH_WORD):
+            return reader
+    return None
+
+
+def _here_string_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    reader = _reader_before(text, m.start())
+    bounds = None if reader is None else _value_bounds(text, m)
+    if reader is None or bounds is None:
+        return _NONE
+    start, end, quoted = bounds
+    if reader.group("chpasswd") is not None:
+        password = _user_password(text, start, end)
+        if password is None:
+            return _NONE
+        start = password
+    return _literal_span(text, start, end, "password", quoted)
+
+
 # --- Pass "htpasswd": `htpasswd -b[c] FILE USER PASSWORD`, `htpasswd -nb USER PASSWORD` --------
-_HTPASSWD_ARG = r"(?P<q{0}>(?:\\{{3}}|\\)?\"|')?(?P<v{0}>[^\s\"'`\\|;&<>()]{{1,200}}+)(?(q{0})(?P=q{0}))"
+# Options come first, alone or in clusters (`-bnBC 10`, `-b -B -C 10`): "C" (bcrypt's cost) and "r"
+# (rounds) take the next word, so it is not read as FILE or USER. An argument may be an empty
+# quoted string (`htpasswd -bnBC 10 "" PASSWORD` prints a hash with no user name). A quote before
+# ",", ":", "]", "}" or "+" closes a string (`{"cmd":"htpasswd -bn admin ","n":1}`): no argument.
+_HTPASSWD_ARG = (
+    r"(?P<q{0}>(?:\\{{3}}|\\)?\"|')?(?(q{0})(?![,:\]}}+]))"
+    r"(?P<v{0}>[^\s\"'`\\|;&<>()]{{0,200}}+)(?(q{0})(?P=q{0})|(?<![ \t]))"
+)
 _HTPASSWD = re.compile(
-    r"htpasswd(?P<flags>(?:[ \t]+-[A-Za-z]+)+)"
+    r"htpasswd(?P<flags>(?:[ \t]+-[A-Za-z0-9]++(?:(?<=[Cr])[ \t]+[0-9]++)?+)++)"
     + "".join(rf"[ \t]+{_HTPASSWD_ARG.format(i)}" for i in (1, 2))
     + rf"(?:[ \t]+{_HTPASSWD_ARG.format(3)})?"
 )
@@ -2224,15 +2311,30 @@ def _htpasswd_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 
 
 # --- Pass "ecure": PowerShell's `ConvertTo-SecureString "..." -AsPlainText -Force` ------------
+# Also the string piped to it: `"pw" | ConvertTo-SecureString -AsPlainText -Force`, when a quoted
+# literal starts the pipeline (after the start of a line or of the text, "=", "(", ";", "{", the
+# quote that opens a JSON string, or `echo`/`Write-Output`). A variable (`$pw | ...`), a prompt
+# (`Read-Host ... | ...`) or a file's content (`Get-Content "f.txt" | ...`) is no literal.
 _SECURE_STRING = re.compile(
     r"ecure(?<=[Cc]onvert[Tt]o-[Ss]ecure)[Ss]tring(?:[ \t]+-[Ss]tring)?[ \t]+" + _VALUE
 )
 _AS_PLAIN_TEXT = re.compile(r"[^\r\n|;]{0,200}?-[Aa]s[Pp]lain[Tt]ext")
+_PIPED_STRING = re.compile(
+    r"(?:(?<=[=(;{\r\n\"'])|(?<=\\[nrt])|(?<![\s\S]))[ \t]*(?:(?:echo|[Ww]rite-[Oo]utput)[ \t]+)?"
+    r"(?P<q>(?:\\{3}|\\)?\"|')(?P<qv>[^\"'\\\r\n]{1,200})(?P=q)[ \t]*\|[ \t]*\Z"
+)
+_CONVERT_TO = len("ConvertTo-S")  # before the anchor "ecure"
 
 
 def _secure_string_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     if _AS_PLAIN_TEXT.match(text, m.end()) is None:
         return _NONE  # an encrypted standard string, or a prompt
+    if text.startswith("-", m.end()):  # a parameter: the string may be piped in
+        command = m.start() - _CONVERT_TO
+        piped = _PIPED_STRING.search(text, max(0, command - 300), command)
+        if piped is None or _NOT_A_VALUE_START.match(text, piped.start("qv")):
+            return _NONE  # no value: `{"":"| ConvertTo-SecureString ..."}`
+        return _literal_span(text, *piped.span("qv"), "password", quoted=True)
     return _value_span(text, m, "password", "password")
 
 
@@ -2500,6 +2602,7 @@ _PASSES: tuple[tuple[re.Pattern[str], Resolver], ...] = (
     (_COMMA, _comma_span),
     (_ENV_PAIR, _env_pair_span),
     (_PIPED, _piped_span),
+    (_HERE_STRING, _here_string_span),
     (_HTPASSWD, _htpasswd_span),
     (_SECURE_STRING, _secure_string_span),
     (_XML_ELEMENT, _xml_element_span),
@@ -2562,6 +2665,8 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
     - `uth`: the lookbehind's `[Aa]` consumed, then a byte that can start what follows: "=",
       "(", a backslash (an escaped line break), an ASCII blank of Python's `\\s` or any byte of
       a non-ASCII character.
+    - `|`: a command's path as one class; sudo's options and their arguments as `.*`, since none
+      of them holds a line feed (a quoted argument stops at a line break). `<<<`: the anchor.
     - `set`: the regex up to the name's last two letters (the keyword gate's classes) and a
       blank. `password`: the word and a blank.
     - `+`: "+", a digit 1-9 and seven characters of its lookahead's digits and separators.
@@ -2653,8 +2758,12 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
             rf"[{_letters(_KEYWORDS, -2)}][{_letters(_KEYWORDS, -1)}][\x22'\\]*[ \t]*,?[ \t\r\n\\nrt]*"
             r"[\x22'\\]*[Vv]alue[\x22'\\]*[ \t]*:",
         ),
-        _PIPED: (r"\|[ \t]*(?:sudo[ \t]+(?:-[A-Za-z]*S|--stdin)|(?:sudo[ \t]+)?chpasswd)",),
-        _HTPASSWD: (r"htpasswd[ \t]+-[A-Za-z]",),
+        _PIPED: (
+            r"\|[ \t]*(?:[/A-Za-z0-9_.-]*/)?sudo[ \t].*-(?:[A-Za-z]*S|-stdin)",
+            r"\|[ \t]*(?:[/A-Za-z0-9_.-]*/)?(?:sudo[ \t].*)?chpasswd",
+        ),
+        _HERE_STRING: (r"<<<",),
+        _HTPASSWD: (r"htpasswd[ \t]+-[A-Za-z0-9]",),
         _SECURE_STRING: (r"[Cc]onvert[Tt]o-[Ss]ecure[Ss]tring[ \t]",),
         _XML_ELEMENT: (
             "(?:" + "|".join(caseless(k) for k in _KEYWORDS) + r")>(?:[^<\r\n]+</|[ \t]*<!\[CDATA\[)",
@@ -2729,6 +2838,7 @@ _REQUIRED: dict[re.Pattern[str], str] = {
     _COMMA: ",",
     _ENV_PAIR: "alue",
     _PIPED: "|",
+    _HERE_STRING: "<<<",
     _HTPASSWD: "htpasswd",
     _SECURE_STRING: "ecure",
     _XML_ELEMENT: "</",
