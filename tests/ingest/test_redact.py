@@ -573,6 +573,7 @@ NEAR_MISSES = [
     "<password><![CDATA[${PW}]]></password>",
     "<script><![CDATA[ if (a < b) { x = 1; } ]]></script>",
     "Each <token> element holds one word, e.g. <token>hello</token>.",
+    "The <password> element, and </password> closes it.",
     # "d" in an object that is no JSON Web Key, a public JWK.
     '{"a": 1, "d": "' + fake(43) + '"}',
     '{"kty": "RSA", "e": "AQAB", "n": "' + fake(43) + '"}',

@@ -2387,12 +2387,19 @@ def _plist_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     return _element_text_span(text, *m.span("pv"), found[1])
 
 
+_PROSE_PUNCTUATION = re.compile(r"[,.;:!?][ \t]")
+
+
 def _element_text_span(text: str, start: int, end: int, kind: str) -> tuple[Span, ...]:
-    """An element's text, blanks around it left out, judged as a quoted value."""
+    """An element's text, blanks around it left out, judged as a quoted value; text with a
+    clause's punctuation is prose that names the tags (`the <password> element, and
+    </password> closes it`), not a value."""
     while start < end and text[start] in " \t":
         start += 1
     while end > start and text[end - 1] in " \t":
         end -= 1
+    if _PROSE_PUNCTUATION.search(text, start, end):
+        return _NONE
     return _literal_span(text, start, end, kind, quoted=True)
 
 
