@@ -424,6 +424,17 @@ PLANTED: list[tuple[str, str, str]] = [
         "AKIA" + "Z9Q2" * 4 + " " + fake(40, "Tv4Rb" + "9Yc/Jd2+"),
         fake(40, "Tv4Rb" + "9Yc/Jd2+"),
     ),
+    # A tab between them JSON-escaped, once or twice (a pair printed into a JSON string).
+    (
+        "aws_secret_key",
+        json.dumps("AKIA" + "Z9Q2" * 4 + "\t" + fake(40, "Hw5Ke" + "2Mb/Pq8+")),
+        fake(40, "Hw5Ke" + "2Mb/Pq8+"),
+    ),
+    (
+        "aws_secret_key",
+        json.dumps(json.dumps("AKIA" + "Z9Q2" * 4 + "\t" + fake(40, "Gn3Xa" + "7Lc/Vr1+"))),
+        fake(40, "Gn3Xa" + "7Lc/Vr1+"),
+    ),
     # XML elements and attributes named like a secret (Maven's settings.xml, NuGet, appSettings).
     (
         "password",
@@ -700,7 +711,12 @@ def test_near_miss_is_left_alone(text: str) -> None:
 
 @pytest.mark.parametrize(
     "after",
-    [" is the key id of user ci-bot", ",user/ci-bot/2026-11-29/created-by-tf", ": " + "abcdefghij" * 4],
+    [
+        " is the key id of user ci-bot",
+        ",user/ci-bot/2026-11-29/created-by-tf",
+        ": " + "abcdefghij" * 4,
+        "\\t" + "abcdefghij" * 4,  # a JSON-escaped tab, then no secret
+    ],
 )
 def test_what_follows_an_aws_key_id_is_no_secret_unless_it_looks_like_one(after: str) -> None:
     key_id = "AKIA" + "Q7Q7" * 4

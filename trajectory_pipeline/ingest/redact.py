@@ -987,8 +987,10 @@ _A = re.compile(
     r"A(?:"
     r"(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])(?:[A-Z0-9]{16}(?![A-Za-z0-9])"
     # Its secret access key right after it, with no keyword: the IAM credentials CSV's
-    # `AKIA...,<40>` row, `AKIA...:<40>`, `AKIA... <40>`.
-    r"(?:(?:[ \t]*[,:][ \t]*|[ \t]+)(?P<aws_pair>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=]))?"
+    # `AKIA...,<40>` row, `AKIA...:<40>`, `AKIA... <40>`, `AKIA...<tab><40>`; a tab also
+    # JSON-escaped, at any depth (`"AKIA...\\t<40>"`, a pair printed into a JSON string).
+    r"(?:(?:(?:[ \t]|\\+t)*[,:](?:[ \t]|\\+t)*|(?:[ \t]|\\+t)+)"
+    r"(?P<aws_pair>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=]))?"
     r"|(?P<aws_cut>[A-Z0-9]{4,15})"
     + _CUT_END
     + r")|Iza(?:[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])|(?P<google_cut>[A-Za-z0-9_-]{4,34})"
