@@ -493,6 +493,32 @@ PLANTED: list[tuple[str, str, str]] = [
         'k = "-----BEGIN RSA PRIVATE ' + 'KEY-----\\n" +\n  "' + fake(64, "MIIEv0Ab+/") + '"',
         fake(64, "MIIEv0Ab+/"),
     ),
+    # A PEM block as a list of its lines: JSON, Python, each line ending in "\n".
+    (
+        "private_key",
+        json.dumps(
+            [
+                "-----BEGIN RSA " + "PRIVATE KEY-----",
+                fake(64, "MIIEow9Ab+/"),
+                "Zw==",
+                "-----END RSA " + "PRIVATE KEY-----",
+            ]
+        ),
+        fake(64, "MIIEow9Ab+/"),
+    ),
+    (
+        "private_key",
+        "lines = "
+        + repr(["-----BEGIN " + "PRIVATE KEY-----", fake(64, "MIIEv8Qz+/"), fake(44, "Kp3Lr/7Ty")]),
+        fake(44, "Kp3Lr/7Ty"),
+    ),
+    (
+        "private_key",
+        json.dumps(
+            [line + "\n" for line in ("-----BEGIN EC " + "PRIVATE KEY-----", fake(64, "MHcCAQ1Ee+/"))]
+        ),
+        fake(64, "MHcCAQ1Ee+/"),
+    ),
     # A JSON Web Key's private members.
     (
         "private_key",
@@ -646,6 +672,11 @@ NEAR_MISSES = [
     "ls /home/ and /home/$USER and /Users/{username}",
     "files in /Users/Shared/ and /home/<user>/repo",
     "-----BEGIN PUBLIC KEY-----",
+    # A certificate as a list of its lines (public), a header paired with a name or its end.
+    json.dumps(["-----BEGIN CERTIFICATE-----", fake(64, "MIIBy9Ab+/"), "-----END CERTIFICATE-----"]),
+    repr(["-----BEGIN CERTIFICATE-----", fake(64, "MIIBy9Ab+/"), "-----END CERTIFICATE-----"]),
+    '[("-----BEGIN EC ' + 'PRIVATE KEY-----", "ecdsa"), ("-----BEGIN RSA ' + 'PRIVATE KEY-----", "rsa")]',
+    "{'-----BEGIN RSA " + "PRIVATE KEY-----': 'rsa', '-----END RSA " + "PRIVATE KEY-----': 'end'}",
     "a -home-grown tool",
     # Bare pass, the working directory, words ending in "pass"; docker's -u uid:gid.
     "pass=" + "Zx81kq7t",

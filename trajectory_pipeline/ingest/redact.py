@@ -1344,25 +1344,58 @@ _ENCODED_MOUNT = re.compile(r"-(?:mnt-[A-Za-z]|var)\Z")
 
 
 # A PEM written as string literals, joined by "+" or standing next to each other
-# (`"-----BEGIN PRIVATE KEY-----\n" + "MIIE...\n"`, also inside a JSON string): after a
-# closing quote, blanks and line breaks, a "+", the next literal's base64. One span per
-# literal, so that no span holds a quote.
+# (`"-----BEGIN PRIVATE KEY-----\n" + "MIIE...\n"`, also inside a JSON string), or as a
+# list of its lines (`["-----BEGIN RSA PRIVATE KEY-----", "MIIE...", ...]`, JSON or
+# Python, each line maybe ending in "\n"): after a closing quote, blanks and line breaks,
+# a "+" or a ",", the next literal's base64. One span per literal, so that no span holds
+# a quote. A list item must be base64 to its closing quote.
 _PEM_JOIN = re.compile(
-    r"(?:\\+[nr])*(?P<q>\\*[\"'])(?:\s|\\+[nrt])*+\+?(?:\s|\\+[nrt])*+(?P=q)(?P<run>[A-Za-z0-9+/=]{4,})"
+    r"(?:\\+[nr])*(?P<q>\\*[\"'])(?:\s|\\+[nrt])*+(?:\+|(?P<comma>,))?(?:\s|\\+[nrt])*+(?P=q)"
+    r"(?P<run>[A-Za-z0-9+/=]{4,})(?(comma)(?=(?:\\+[nr])*(?P=q)))"
 )
+# The base64 of one literal of a block whose body holds single quotes (the block's own
+# alternative stops at a double quote only): a Python list's `'MIIE...\n', '...'`.
+_PEM_PIECE = re.compile(
+    r"(?:\s|\\+[nrt])*(?P<run>[A-Za-z0-9+/=]+(?:(?:\s|\\+[nr])+[A-Za-z0-9+/=]+)*)(?:\s|\\+[nrt])*"
+)
+
+
+def _pem_line(run: str) -> bool:
+    """True for a line of base64 key material: random-looking, or long with a digit or "+/="."""
+    return _looks_random(run) or (len(run) >= 16 and any(c.isdigit() or c in "+/=" for c in run))
+
+
+def _pem_spans(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    """The body of a PEM private key: one span, or one per string literal or list item.
+
+    The first of a list's items must look like key material (`_pem_line`): a list that pairs
+    a header with a name (`("-----BEGIN EC PRIVATE KEY-----", "ecdsa")`) holds no key.
+    """
+    start, end = m.span("pem")
+    body = text[start:end]
+    if body.startswith("[REDACTED"):
+        return _NONE
+    spans: list[Span] = []
+    if "'" in body:  # single-quoted literals: one span each, none holding a quote
+        pos = start
+        for part in body.split("'"):
+            piece = _PEM_PIECE.fullmatch(text, pos, pos + len(part))
+            if piece is not None and (spans or _pem_line(piece.group("run"))):
+                spans.append((piece.start("run"), piece.end("run"), "private_key"))
+            pos += len(part) + 1
+    elif body.strip(" \t\r\n\\nr"):
+        spans.append((start, end, "private_key"))
+    while (joined := _PEM_JOIN.match(text, end)) is not None:
+        if joined.group("comma") is not None and not spans and not _pem_line(joined.group("run")):
+            break
+        end = joined.end()
+        spans.append((joined.start("run"), end, "private_key"))
+    return tuple(spans)
 
 
 def _dash_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     if m.group("pem") is not None:
-        start, end = m.span("pem")
-        body = text[start:end]
-        if body.startswith("[REDACTED"):
-            return _NONE
-        spans = [(start, end, "private_key")] if body.strip(" \t\r\n\\nr") else []
-        while (joined := _PEM_JOIN.match(text, end)) is not None:
-            end = joined.end()
-            spans.append((joined.start("run"), end, "private_key"))
-        return tuple(spans)
+        return _pem_spans(text, m)
     if m.group("flag") is not None:
         if not _starts_token(text, m.start(), _PATH_WORD):
             return _NONE
