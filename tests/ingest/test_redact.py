@@ -530,6 +530,17 @@ PLANTED: list[tuple[str, str, str]] = [
         '{"d": "' + fake(43, "Jw8kP2") + '", "kty": "RSA", "n": "' + fake(40) + '"}',
         fake(43, "Jw8kP2"),
     ),
+    # As a Python dict, and as a JavaScript object with bare keys.
+    (
+        "private_key",
+        "jwk = {'kty': 'RSA', 'n': '" + fake(40) + "', 'e': 'AQAB', 'd': '" + fake(43, "Pd5vQ1") + "'}",
+        fake(43, "Pd5vQ1"),
+    ),
+    (
+        "private_key",
+        "const key = { kty: 'oct', k: '" + fake(43, "Ko7cT3") + "', alg: 'HS256' }",
+        fake(43, "Ko7cT3"),
+    ),
 ]
 
 
@@ -614,6 +625,8 @@ NEAR_MISSES = [
     # "d" in an object that is no JSON Web Key, a public JWK.
     '{"a": 1, "d": "' + fake(43) + '"}',
     '{"kty": "RSA", "e": "AQAB", "n": "' + fake(43) + '"}',
+    "{'kty': 'EC', 'crv': 'P-256', 'x': '" + fake(43) + "', 'y': '" + fake(43, "Yq2") + "'}",
+    "{ kty: 'EC', x: '" + fake(43) + "', y: '" + fake(43, "Yq2") + "', kid: '" + fake(43, "Kd4") + "' }",
     "basic_auth=dXNlcjpwYXNz",
     # A tokenizer's special tokens and bracketed placeholders are no secrets.
     'BertTokenizer(vocab, unk_token="[UNK]", sep_token="[SEP]", pad_token="[PAD]", mask_token="[MASK]")',
@@ -1070,8 +1083,9 @@ def test_a_pem_block_glued_to_what_precedes_it_is_found_in_one_pass(before: str)
         "- name: API_TOKEN" + " " * 8_000 + "\n  value:\n",  # blanks split many ways before "value:"
         '{"kty":"RSA",' * 4_000,  # no "}": each "kty" scanned on to the end of the text
         "sudo -S x <<< " * 5_000,  # each here-string looks back over its command for a reader
+        "{kty: 'RSA', " * 4_000,  # the same with bare keys
     ],
-    ids=["env-entry-blanks", "kty-unclosed", "here-strings"],
+    ids=["env-entry-blanks", "kty-unclosed", "here-strings", "kty-bare-unclosed"],
 )
 def test_pathological_texts_redact_in_linear_time(text: str) -> None:
     """Not timed: before the review's fixes these took 12 s and over a minute (pytest's durations

@@ -218,6 +218,8 @@ ADVERSARIAL: list[tuple[str, str]] = [
     ("</", "<ns:pa\u017fsword> \t<![CDATA[é]]]>\t</"),
     ("</", "</key>\\n\u2003\r\n<string>é</string>"),
     ("kty", 'kty\\\\\\" :'),
+    ("kty", "{'kty'\t:"),
+    ("kty", "{kty :"),
     ("_", "key pcsk_a_b1"),  # a cut Pinecone token: "_" inside its first four
     ("set", "setx API_KEY Zx81"),
     ("set", "set\t-gx\tGITHUB_TOKEN\t'Zx81'"),

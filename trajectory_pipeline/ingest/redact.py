@@ -2472,9 +2472,14 @@ def _xml_attribute_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 # --- Pass "kty": a JSON Web Key's private members ----------------------------------------
 # In an object with "kty", the private exponent "d", the primes "p", "q" and their CRT values
 # "dp", "dq", "qi", and a symmetric key's "k" (base64url); the public "n", "e", "x", "y" stay.
-_JWK = re.compile(r"kty(?=\\{0,3}\"[ \t]*:)")
+# The object may be JSON (at any depth), a Python dict (`{'kty': 'RSA', 'd': '...'}`) or a
+# JavaScript or Ruby object with bare keys (`{ kty: 'EC', d: '...' }`, jose's examples).
+_JWK = re.compile(r"kty(?=\\{0,3}\"[ \t]*:|'[ \t]*:|(?<![\w$]kty)[ \t]*:)")
+_JWK_MEMBER = r"(?:d|p|q|dp|dq|qi|k)"
 _JWK_PRIVATE = re.compile(
-    r"(?P<q>(?:\\{3}|\\)?\")(?:d|p|q|dp|dq|qi|k)(?P=q)[ \t]*:[ \t]*(?P=q)(?P<v>[A-Za-z0-9_-]{16,})(?P=q)"
+    rf"(?P<q>(?:\\{{3}}|\\)?\"|')(?:{_JWK_MEMBER})(?P=q)[ \t]*:[ \t]*(?P=q)(?P<v>[A-Za-z0-9_-]{{16,}})(?P=q)"
+    rf"|(?<![\w$.\\'\"]){_JWK_MEMBER}[ \t]*:[ \t]*(?P<bq>(?:\\{{3}}|\\)?\"|['`])"
+    r"(?P<bv>[A-Za-z0-9_-]{16,})(?P=bq)"
 )
 
 
@@ -2487,7 +2492,11 @@ def _jwk_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
         return _NONE  # not in an object, or its first "kty" has scanned it already
     brace = _BRACE.search(text, m.end(), m.end() + 16384)  # a JWK holds no object: stop at the next brace
     end = min(len(text), m.end() + 16384) if brace is None else brace.start()  # a key cut short
-    return tuple((p.start("v"), p.end("v"), "private_key") for p in _JWK_PRIVATE.finditer(text, start, end))
+    return tuple(
+        (p.start(group), p.end(group), "private_key")
+        for p in _JWK_PRIVATE.finditer(text, start, end)
+        for group in ("v" if p.group("v") is not None else "bv",)
+    )
 
 
 _LINE_BREAK = re.compile(r"\r?\n|\\+r\\+n|\\+n")
@@ -2812,7 +2821,7 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
             r"</key>[^<]*<string>",
         ),
         _XML_ATTRIBUTE: (rf"[{_letters(_KEYWORDS, -1)}\\\\][\x22'] value=", r"  value="),
-        _JWK: (r"kty\\{0,3}\x22[ \t]*:",),
+        _JWK: (r"kty(?:\\{0,3}\x22|')?[ \t]*:",),
         _SET: (
             rf"set(?:x|(?:{_BLANKS}--?[A-Za-z]+)*){_BLANKS}[A-Za-z0-9_.:/@-]*"
             rf"[{_letters(_KEYWORDS, -2)}][{_letters(_KEYWORDS, -1)}](?:[ \t]|\\t)",
