@@ -136,6 +136,19 @@ PLANTED: list[tuple[str, str, str]] = [
     ("password", "data:\n  password: " + "c3VwZXJz" + "ZWNyZXQxMjM=\n", "c3VwZXJz"),
     ("secret", "  api-token: " + "c2stcHJv" + "ai1hYmNkZWY=", "c2stcHJv"),
     ("secret", "secret: " + "Zx9k" + "=Lm2pQ7", "Zx9k"),
+    # A YAML block scalar after a secret-named key: raw or JSON-escaped lines, indented more.
+    ("password", "password: |\n  " + "hunter2" + "Zq9xW3vB7\n", "hunter2Zq9xW3vB7"),
+    ("password", "db:\n  password: >-\n    " + "Tr0ub4" + "dorZq9", "Tr0ub4dorZq9"),
+    (
+        "secret",
+        json.dumps("auth:\n  client_secret: |-\n    " + "cS7kq2" + "Lp9xWm\n  id: web\n"),
+        "cS7kq2Lp9xWm",
+    ),
+    (
+        "secret",
+        "- api_token: |\n    " + "first" + "Zq9xW3\n    " + "second" + "Hk3mQ9\n  user: bob",
+        "secondHk3mQ9",
+    ),
     # Vendor keys of known shapes with no kind of their own: Groq, Shopify, Linear, Replicate.
     ("secret", 'GROQ="gsk_' + "iK2ZWeqhFWCEPyYngFb51yBMWXaSCrUZoL8g5ubbbPIa84yRnBUb" + '"', "iK2ZWeqh"),
     ("secret", "X-Shopify-Access-Token: shpat_" + "7ef7b77e90d3593ad699fc1f7cd5bb2e", "7ef7b77e"),
@@ -648,6 +661,14 @@ NEAR_MISSES = [
     "set API_KEY=%API_KEY%",
     "password=<your-password>",
     "password: changeme",
+    # Block scalars that hold no secret: another key's, templates, config, prose, an outdented line.
+    "description: |\n  Tokens are sent in the header.\n  See token_url.\n",
+    "password: |\n  ${PW}\n",
+    "password: >-\n  {{ .Values.db.password }}\n",
+    "secret: |\n  apiVersion: v1\n  data:\n    x: y\n  },\n",
+    "password: |\nhunter2Zq9xW3vB7\n",
+    "| api_token: |\n|---|---|\n| Zq8wLm3N1b | x |",
+    "Set the password: |\n  Zq8wLm3N1b\n",
     "apiKey: " + "'proxy-handled'",
     "CODEMIE_API_KEY: " + "'sk-secret'",
     "const apiKey = await getKey();",
@@ -1084,8 +1105,9 @@ def test_a_pem_block_glued_to_what_precedes_it_is_found_in_one_pass(before: str)
         '{"kty":"RSA",' * 4_000,  # no "}": each "kty" scanned on to the end of the text
         "sudo -S x <<< " * 5_000,  # each here-string looks back over its command for a reader
         "{kty: 'RSA', " * 4_000,  # the same with bare keys
+        "".join(" " * k + "token: |\n" for k in range(600)),  # each block holds the ones after it
     ],
-    ids=["env-entry-blanks", "kty-unclosed", "here-strings", "kty-bare-unclosed"],
+    ids=["env-entry-blanks", "kty-unclosed", "here-strings", "kty-bare-unclosed", "yaml-blocks-nested"],
 )
 def test_pathological_texts_redact_in_linear_time(text: str) -> None:
     """Not timed: before the review's fixes these took 12 s and over a minute (pytest's durations

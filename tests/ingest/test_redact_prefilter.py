@@ -233,6 +233,7 @@ ADVERSARIAL: list[tuple[str, str]] = [
     ("ya29.", "ya" + "29.c." + "a_-B"),
     ("set", "set --export\\tAPI_KEY\\tZx81"),
     (":", "password: str = 'x'"),
+    (":", "to\u212aen: >-\\n  Zx81"),
     (":", "PRIVATE-TO\u212aEN: glpat"),
     (":", "https://hooks.slack.com/services/" + BODY[:24]),
     (":", "postgres://üser:päss\u2603@db"),

@@ -130,7 +130,9 @@ that is not a secret (`"token": "New York"`, a translated label) is redacted. A 
 that closes a string rather than opening a value is not a value (`print("Enter
 password: ")`, `"token: " + t`, `{"a":"token:","b":1}`). Anything else is redacted,
 however weak (`password=hunter2`), up to 4,096 characters (an AWS session token goes
-whole).
+whole). A YAML block scalar (`password: |`, `client_secret: >-`) is judged line by line
+over the lines indented under its key: a one-word line goes as a value would, a line
+with blanks (prose, `key: value` config) stays.
 
 Where a value ends. An unquoted value ends with its shell word: at whitespace, a quote
 or `, ( ) { } [ ] < > |`. A "&" inside stays in it (`password=Tr0ub4dor&3`) unless it
@@ -2104,6 +2106,8 @@ _COLON = re.compile(
     + r"[ \t]*(?:\\{3}|\\)?[\"']?(?P<scheme>[A-Za-z]+)[ \t]+(?P<cred>[A-Za-z0-9._~+/-]{8,}=*)"
     r"|"
     + _names_end(_COLON_NAMES, _COLON_CLOSERS, ":")
+    # A YAML block scalar (`password: |`, `client_secret: >-`): its lines follow (`_block_spans`).
+    + r"(?:[ \t]*(?P<block>[|>][1-9+-]{0,2})(?=[ \t]*(?:#[^\r\n\\\"]*)?(?:\r?\n|\\+[rn]))|"
     # Atomic: once `name: Type =` is seen, its value is the one after "=", even when
     # that value is rejected, so a second redaction decides as the first did. The "=" of a
     # type annotation has a space before it or a quoted word after it (`str="..."`, a
@@ -2114,7 +2118,7 @@ _COLON = re.compile(
     + r"(?>[ \t]*[A-Za-z_][A-Za-z0-9_.\[\], |]{0,40}?"
     + r"(?:[ \t]+=(?!=)|=(?=\\*[\"'][A-Za-z0-9_\[][^\"'\\\s]*\\*[\"']))|=|(?![:=]))[ \t]*"
     + _VALUE
-    + r")"
+    + r"))"
     r"|//(?:hooks\.slack\.com/(?:services|workflows|triggers)/(?P<hook>[A-Za-z0-9+/_-]{20,})"
     # An old-style GitHub token (40 hex digits) as a URL's user: https://<token>@github.com/o/r.
     r"|(?P<hex_user>[0-9a-f]{40})(?::x-oauth-basic)?@"
@@ -2150,7 +2154,83 @@ def _colon_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
             return _NONE
         kind = "bearer_token" if m.group("scheme").lower() == "bearer" else "auth_header"
         return _one(m.start("cred"), m.end("cred"), _vendor_kind(cred) or kind)
+    if m.group("block") is not None:
+        return _block_spans(text, m)
     return _equals_span(text, m)
+
+
+# A YAML block scalar after a secret-named key: `password: |`, `client_secret: >-`, `token: |2`,
+# its lines indented more than the key's (raw or JSON-escaped line breaks). Each line is judged
+# as an unquoted value (`_literal_span`): a one-word line that is no reference (`hunter2Zq9`, a
+# PEM's base64) goes; a template (`${PW}`, `{{ .Values.pw }}`), a line with blanks (prose, a
+# YAML `key: value`, a PEM's BEGIN line), a YAML key (`data:`), punctuation alone (`},`) or a
+# line holding a quote or an escape stays. Only a key that starts its line (after blanks and a
+# sequence's "- ", or a string's opening quote) opens a block, and the lines after it are read
+# up to `_MAX_VALUE` characters.
+_BLOCK_HEAD = re.compile(r"[ \t]*(?:#[^\r\n\\\"]*)?(?:\r?\n|\\+r\\+n|\\+n)")
+_BLOCK_LINE = re.compile(r"(?P<indent> *)(?P<line>(?:[^\r\n\\\"]|\\+[^\\rn\"\r\n])*)")
+
+
+def _before_blanks(text: str, start: int, end: int) -> int:
+    """Where the blanks (JSON-escaped tabs too) that end text[start:end] start."""
+    while end > start:
+        if text[end - 1] in " \t":
+            end -= 1
+        elif text[end - 1] == "t" and text[end - 2] == "\\":
+            end = max(start, _back_over(text, end - 1, "\\"))
+        else:
+            break
+    return end
+
+
+def _key_column(text: str, key_start: int) -> int | None:
+    """The column of a key that starts a YAML line at key_start (blanks and "- " before it, after a
+    line break, the start of the text or a string's opening quote), or None."""
+    line_start = _back_over(text, key_start, " -")
+    before = text[line_start - 1 : line_start]
+    if before and before not in "\r\n\"'" and not (before == "n" and text[line_start - 2] == "\\"):
+        return None  # `text before password: |`, `{password: |`
+    return key_start - line_start
+
+
+def _may_be_block_secret(value: str) -> bool:
+    """True for a block scalar's line that is judged as a value: one word, not a YAML key
+    (`data:`), not punctuation alone (`},`)."""
+    return (
+        not any(c in value for c in " \t\\'`") and not value.endswith(":") and any(c.isalnum() for c in value)
+    )
+
+
+def _block_spans(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    end = _back_over(text, m.start(), "\"'\\")
+    found = _keyword_at(text, end)
+    if found is None:
+        return _NONE
+    key_start = end - len(_identifier_before(text, end))
+    if text[key_start - 1 : key_start] == "\\":
+        key_start += 1  # "\npassword: |": the n belongs to a line break's escape (at any depth)
+    if end < m.start():  # a quoted key: its opening quote starts it
+        key_start = _back_over(text, key_start, "\"'\\")
+    column = _key_column(text, key_start)
+    head = _BLOCK_HEAD.match(text, m.end())
+    if column is None or head is None:
+        return _NONE
+    spans: list[Span] = []
+    pos, limit = head.end(), min(len(text), head.end() + _MAX_VALUE)
+    while pos < limit:
+        line = _BLOCK_LINE.match(text, pos, limit)
+        assert line is not None
+        start = line.start("line")
+        value = text[start : _before_blanks(text, start, line.end("line"))]
+        if value and len(line.group("indent")) <= column:
+            break  # a line indented no more than the key ends the block
+        if value and _may_be_block_secret(value):
+            spans += _literal_span(text, start, start + len(value), found[1], quoted=False)
+        brk = _LINE_BREAK.match(text, line.end())
+        if brk is None:
+            break  # the end of the text or of a JSON string
+        pos = brk.end()
+    return tuple(spans)
 
 
 # --- Pass ",": a quoted secret-named string, ",", then a quoted literal -----------------
