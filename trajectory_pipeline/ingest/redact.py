@@ -132,7 +132,10 @@ password: ")`, `"token: " + t`, `{"a":"token:","b":1}`). Anything else is redact
 however weak (`password=hunter2`), up to 4,096 characters (an AWS session token goes
 whole). A YAML block scalar (`password: |`, `client_secret: >-`) is judged line by line
 over the lines indented under its key: a one-word line goes as a value would, a line
-with blanks (prose, `key: value` config) stays.
+with blanks (prose, `key: value` config) stays. A quoted literal that a secret-named name
+is compared with (`==`, `===`, `!=`: `os.environ["DB_PASSWORD"] == "..."`, `[[ $API_TOKEN
+== "..." ]]`) goes when it would after ",": not under eight characters, a name or a phrase
+(`token == "("`, `mode == "password"`, `token == "end of input"` stay).
 
 Where a value ends. An unquoted value ends with its shell word: at whitespace, a quote
 or `, ( ) { } [ ] < > |`. A "&" inside stays in it (`password=Tr0ub4dor&3`) unless it
@@ -1987,12 +1990,29 @@ def _bearer_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 
 # --- Pass "=": password=..., API_KEY = "...", 'token' => '...' --------------------------
 # A quoted key, also as a subscript: os.environ["OPENAI_API_KEY"] = "...", $_ENV['DB_PASSWORD']='...'.
+# Also a comparison of a secret-named name with a literal, `==`, `===`, `!=`, `!==` (a hard-coded
+# check: `os.environ["DB_PASSWORD"] == "..."`, `process.env.API_TOKEN === '...'`, `[[ $API_TOKEN
+# == "..." ]]`, `os.getenv("TOKEN") != "..."`), with the literal judged as after "," (`_compared_span`).
 _EQUALS_CLOSERS = ("", " ", '" ', "' ", '"]', "']", '"] ', "'] ", '\\"]', '\\"] ', '\\\\\\"]', '\\\\\\"] ')
+# os.getenv("API_TOKEN") == "...", also JSON-escaped.
+_CALL_CLOSERS = ('")', "')", '") ', "') ", '\\")', '\\") ', '\\\\\\")', '\\\\\\") ')
+_NOT_EQUAL_CLOSERS = tuple(closer + "!" for closer in (*_EQUALS_CLOSERS, *_CALL_CLOSERS))
+# Each form has its own gate, the comparisons' behind a one-character test ("==" ahead, "!="
+# behind), so that an "=" of an assignment costs what it did before they were added.
 _EQUALS = re.compile(
-    "=(?:"
+    "=(?:(?:"
     + _gate(_EQUALS_NAMES, _EQUALS_CLOSERS, "=")
     + _names_end(_EQUALS_NAMES, _EQUALS_CLOSERS, "=")
-    + r">?(?!=)[ \t]*"
+    + r"(?:>|(?P<cmp>==?))?"
+    + "|(?==)"
+    + _gate(_KEYWORDS, _CALL_CLOSERS, "=")
+    + _names_end(_KEYWORDS, _CALL_CLOSERS, "=")
+    + r"(?P<call>==?)"
+    + "|(?<=!=)"
+    + _gate(_KEYWORDS, _NOT_EQUAL_CLOSERS, "=")
+    + _names_end(_KEYWORDS, _NOT_EQUAL_CLOSERS, "=")
+    + r"(?P<ne>=?)"
+    + r")(?!=)[ \t]*"
     + _VALUE
     # `id` output: uid=1000(name) gid=1000(name) groups=1000(name),27(sudo).
     + r"|(?<=uid=)[0-9]+\((?P<uid>[a-z_][a-z0-9_.-]{0,31}\$?)\)"
@@ -2010,20 +2030,37 @@ _HEX40 = re.compile(r"[0-9a-f]{40}")
 def _equals_pass_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     if m.group("uid") is not None:
         return _id_output_spans(text, m) if _starts_token(text, m.start() - 3) else _NONE
+    if m.group("cmp") is not None or m.group("call") is not None or m.group("ne") is not None:
+        return _compared_span(text, m)
     return _equals_span(text, m)
+
+
+def _compared_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    """The literal a secret-named name is compared with (`==`, `!=`, ...), unless it is no
+    quoted literal (`token == expected`), a name, a short value or a phrase, as after ","
+    (`_loose_value`), or holds an escape: `if token == "("`, `mode == "password"`, `token ==
+    "end of input"`, a lexer's `token == "\\n\\n\\n\\n"` stay."""
+    value = m.group("qv")
+    if value is None or " " in value or "\\" in value or _loose_value(value):
+        return _NONE
+    return _equals_span(text, m, _KEYWORDS)
 
 
 _ARN_SECRET = re.compile(r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]*:[0-9]{12}:secret\Z")
 
 
-def _equals_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+def _equals_span(text: str, m: re.Match[str], names: tuple[str, ...] | None = None) -> tuple[Span, ...]:
     """The value of the secret-named key before the "=" or ":" at m.start() (matched by
-    `_EQUALS` or `_COLON`), judged by the kind of key."""
-    end = _back_over(text, m.start(), " \"'\\")
-    if end > 1 and text[end - 1] == "]" and text[end - 2] in "\"'":
-        # os.environ["API_KEY"] = ...: the subscript's closing quote (maybe JSON-escaped)
+    `_EQUALS` or `_COLON`), judged by the kind of key; `names`: the keys that count (by default
+    the separator's)."""
+    end = _back_over(text, m.start(), " \"'\\!")
+    if end > 1 and text[end - 1] in "])" and text[end - 2] in "\"'":
+        # os.environ["API_KEY"] = ..., os.getenv("API_KEY") == ...: the subscript's or the
+        # argument's closing quote (maybe JSON-escaped)
         end = _back_over(text, end - 1, "\"'\\")
-    found = _keyword_at(text, end, _EQUALS_NAMES if text[m.start()] == "=" else _COLON_NAMES)
+    if names is None:
+        names = _EQUALS_NAMES if text[m.start()] == "=" else _COLON_NAMES
+    found = _keyword_at(text, end, names)
     if found is None:
         return _NONE
     name = _identifier_before(text, end)
@@ -2254,15 +2291,22 @@ _COMMA = re.compile(
 _IDENTIFIER_VALUE = re.compile(r"(?:[a-z0-9]+[_.-])+[a-z0-9]+")
 
 
+def _loose_value(value: str) -> bool:
+    """True for a quoted value that, after "," or in a comparison, is more often test data, a
+    name or a label than a secret."""
+    if len(value) < 8 or all(c.isalpha() or c in _WORDISH for c in value):
+        return True  # short values ("x1", "1.2.3") are too often test data after a ","
+    if value.startswith("-") or (" " in value and not _is_passphrase(value)):
+        return True  # a flag or a phrase: ["--token", "--hf-token2"], ("Bearer token", "text/plain; q=2")
+    words = re.split(r"[_.-]", value)
+    # a list of names: ["access_token", "expires_at_utc2"], ("secret", "v2.3.1-beta")
+    return _IDENTIFIER_VALUE.fullmatch(value) is not None and any(w.isalpha() and len(w) >= 3 for w in words)
+
+
 def _comma_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     value = m.group("qv")
-    if value is None or len(value) < 8 or all(c.isalpha() or c in _WORDISH for c in value):
-        return _NONE  # short values ("x1", "1.2.3") are too often test data after a ","
-    if value.startswith("-") or (" " in value and not _is_passphrase(value)):
-        return _NONE  # a flag or a phrase: ["--token", "--hf-token2"], ("Bearer token", "text/plain; q=2")
-    words = re.split(r"[_.-]", value)
-    if _IDENTIFIER_VALUE.fullmatch(value) and any(w.isalpha() and len(w) >= 3 for w in words):
-        return _NONE  # a list of names: ["access_token", "expires_at_utc2"], ("secret", "v2.3.1-beta")
+    if value is None or _loose_value(value):
+        return _NONE
     end = _back_over(text, m.start(), "\"'\\")
     found = _keyword_at(text, end)
     if found is None or value.lower().startswith(text[found[0] : end].lower()):
@@ -2786,10 +2830,11 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
       punctuation that stops a value); `-home-` or `-Users-` and one alphanumeric.
     - `earer`: the lookbehind's `[Bb]`, then blanks and the sixteen token characters.
     - `=` and `:`: a key of the pass's names (`caseless`, as its `(?i:...)` lookbehind
-      matches it), one of the pass's closers and the separator; `:` also: `://` then the
-      Slack webhook host, or a user, ":", a password and "@" (negated classes excluding
-      only ASCII characters Python excludes too, unbounded; a backslash may stand in the
-      password); and `:`, backslashes, `Users` and a backslash.
+      matches it), one of the pass's closers and the separator (for `=` also a call's `")`
+      and the "!" of `!=`); `:` also: `://` then the Slack webhook host, or a user, ":", a
+      password and "@" (negated classes excluding only ASCII characters Python excludes
+      too, unbounded; a backslash may stand in the password); and `:`, backslashes, `Users`
+      and a backslash.
     - `</`: a keyword `caseless` and ">", then the text up to "</" or a CDATA section's
       opening; a property list's `</key>`, any bytes but "<" (the gap's blanks, unicode ones
       included) and `<string>`. ` value=`: the characters its lookbehinds test, consumed.
@@ -2873,7 +2918,8 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
         _EQUALS: (
             "(?:"
             + "|".join(caseless(k) for k in _EQUALS_NAMES)
-            + r")(?: |\x22 |' |(?:\\|\\{3})?\x22\] ?|'\] ?)?=",  # a subscript's "] too
+            # a subscript's "] and a call's ") too, and the "!" of "!="
+            + r")(?: |\x22 |' |(?:\\|\\{3})?\x22[\])] ?|'[\])] ?)?!?=",
             r"uid=[0-9]+\([a-z_]",
         ),
         _COLON: (
