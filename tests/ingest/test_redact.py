@@ -478,6 +478,7 @@ PLANTED: list[tuple[str, str, str]] = [
         fake(14, "Ns8pW2"),
     ),
     ("password", "<password><![CDATA[" + fake(14, "Cd6aT1") + "]]></password>", fake(14, "Cd6aT1")),
+    ("password", "<password>Tr0ub4dor! " + fake(6, "x3Z") + "</password>", "Tr0ub4dor! " + fake(6, "x3Z")),
     (
         "password",
         "<dict>\n\t<key>Password</key>\n\t<string>" + fake(14, "Pl3iS7") + "</string>",

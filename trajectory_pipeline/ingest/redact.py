@@ -2550,14 +2550,16 @@ _PROSE_PUNCTUATION = re.compile(r"[,.;:!?][ \t]")
 
 
 def _element_text_span(text: str, start: int, end: int, kind: str) -> tuple[Span, ...]:
-    """An element's text, blanks around it left out, judged as a quoted value; text with a
-    clause's punctuation is prose that names the tags (`the <password> element, and
-    </password> closes it`), not a value."""
+    """An element's text, blanks around it left out, judged as a quoted value. Text set off
+    by blanks and holding a clause's punctuation is prose that names the tags (`the
+    <password> element, and </password> closes it`); a value's own punctuation is kept
+    in (`<password>Tr0ub4dor! 3xZ</password>`)."""
+    raw_start, raw_end = start, end
     while start < end and text[start] in " \t":
         start += 1
     while end > start and text[end - 1] in " \t":
         end -= 1
-    if _PROSE_PUNCTUATION.search(text, start, end):
+    if (start != raw_start or end != raw_end) and _PROSE_PUNCTUATION.search(text, start, end):
         return _NONE
     return _literal_span(text, start, end, kind, quoted=True)
 
