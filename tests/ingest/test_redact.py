@@ -479,6 +479,13 @@ PLANTED: list[tuple[str, str, str]] = [
     ),
     ("password", "<password><![CDATA[" + fake(14, "Cd6aT1") + "]]></password>", fake(14, "Cd6aT1")),
     ("password", "<password>Tr0ub4dor! " + fake(6, "x3Z") + "</password>", "Tr0ub4dor! " + fake(6, "x3Z")),
+    # An element named by its last attribute: Hibernate's properties, Java's properties XML.
+    (
+        "password",
+        '<property name="hibernate.connection.password">' + fake(12, "Hb8Qw2") + "</property>",
+        fake(12, "Hb8Qw2"),
+    ),
+    ("secret", "<entry key='api.token'>" + fake(20, "Et4Kp9") + "</entry>", fake(20, "Et4Kp9")),
     (
         "password",
         "<dict>\n\t<key>Password</key>\n\t<string>" + fake(14, "Pl3iS7") + "</string>",
@@ -643,6 +650,12 @@ NEAR_MISSES = [
     "<script><![CDATA[ if (a < b) { x = 1; } ]]></script>",
     "Each <token> element holds one word, e.g. <token>hello</token>.",
     "The <password> element, and </password> closes it.",
+    '<property name="hibernate.connection.username">sa</property>',
+    '<property name="db.password">${DB_PASSWORD}</property>',
+    '<textarea name="password">Type it here</textarea>',
+    '<label for="password">Password</label>',
+    '<option value="token">Personal access token</option>',
+    '<a href="/reset-password">Reset your password</a>',
     # "d" in an object that is no JSON Web Key, a public JWK.
     '{"a": 1, "d": "' + fake(43) + '"}',
     '{"kty": "RSA", "e": "AQAB", "n": "' + fake(43) + '"}',

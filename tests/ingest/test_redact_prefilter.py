@@ -220,6 +220,8 @@ ADVERSARIAL: list[tuple[str, str]] = [
     (" value=", 'x   value=\\\\\\"x'),
     ("</", "<ns:pa\u017fsword> \t<![CDATA[é]]]>\t</"),
     ("</", "</key>\\n\u2003\r\n<string>é</string>"),
+    ("</", 'name=\\\\\\"a.pa\u017fsword\\\\\\">é</'),
+    ("</", "key='TO\u212aEN'> <![CDATA[x]]></"),
     ("kty", 'kty\\\\\\" :'),
     ("kty", "{'kty'\t:"),
     ("kty", "{kty :"),

@@ -2506,15 +2506,19 @@ def _secure_string_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 # an Apple property list's `<key>Password</key>` then `<string>...</string>`, blanks and line
 # breaks (JSON-escaped or not) between them: the key's text must end in a keyword, as a name
 # before "=" must (`<key>PasswordHint</key>` and `<key>CFBundleName</key>` stay). That one starts
-# on the ">" of `</key>`, which the keyword test lets through as it ends in "key".
+# on the ">" of `</key>`, which the keyword test lets through as it ends in "key". And an
+# element whose last attribute names it, `key=` or `name=` as before `value=` (Hibernate's
+# `<property name="hibernate.connection.password">...</property>`, Java's properties XML
+# `<entry key="jdbc.password">...</entry>`).
 _XML_TEXT = r"(?P<xv>[^<\r\n\"]{1,4096}+)"
 _XML_CDATA = r"[ \t]*<!\[CDATA\[(?P<cv>(?:[^\]\r\n\"]|\](?!\]>)){1,4096}+)\]\]>[ \t]*"
 _PLIST_STRING = r"(?<=</key>)(?>" + _GAP + r")<string>(?P<pv>[^<\r\n\"]{1,4096}+)</string>"
+_NAMING_QUOTES = ('"', "'", '\\"', '\\\\\\"')
 _XML_ELEMENT = re.compile(
     ">"
-    + _gate(_KEYWORDS, ("",), ">")
+    + _gate(_KEYWORDS, ("", *_NAMING_QUOTES), ">")
     + "(?:"
-    + _names_end(_KEYWORDS, ("",), ">")
+    + f"(?:{_names_end(_KEYWORDS, ('',), '>')}|(?P<named>{_names_end(_KEYWORDS, _NAMING_QUOTES, '>')}))"
     + f"(?:{_XML_CDATA}|{_XML_TEXT})</|{_PLIST_STRING})"
 )
 
@@ -2522,6 +2526,8 @@ _XML_ELEMENT = re.compile(
 def _xml_element_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     if m.group("pv") is not None:
         return _plist_span(text, m)
+    if m.group("named") is not None:
+        return _named_element_span(text, m)
     name = _identifier_before(text, m.start())
     tag = m.start() - len(name)
     if text.endswith(":", 0, tag):  # a namespace prefix: <ns1:password>...</ns1:password>
@@ -2537,6 +2543,19 @@ def _xml_element_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     return _element_text_span(text, *m.span("xv" if m.group("xv") is not None else "cv"), found[1])
 
 
+def _named_element_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    """The text of an element whose last attribute is `key="NAME"` or `name="NAME"`."""
+    end = _back_over(text, m.start() - 1, "\\")  # the quote, and a JSON string's escapes
+    found = _keyword_at(text, end)
+    if found is None:
+        return _NONE
+    name = _identifier_before(text, end)
+    if _KEY_ATTRIBUTE.search(text, max(0, end - len(name) - 12), end - len(name)) is None:
+        return _NONE
+    start, end = m.span("xv" if m.group("xv") is not None else "cv")
+    return _element_text_span(text, start, end, found[1], words_are_prose=True)
+
+
 def _plist_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     """The `<string>` after a property list's `<key>NAME</key>`, when NAME is secret-named."""
     end = m.start() - len("</key")
@@ -2549,11 +2568,14 @@ def _plist_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 _PROSE_PUNCTUATION = re.compile(r"[,.;:!?][ \t]")
 
 
-def _element_text_span(text: str, start: int, end: int, kind: str) -> tuple[Span, ...]:
-    """An element's text, blanks around it left out, judged as a quoted value. Text set off
-    by blanks and holding a clause's punctuation is prose that names the tags (`the
-    <password> element, and </password> closes it`); a value's own punctuation is kept
-    in (`<password>Tr0ub4dor! 3xZ</password>`)."""
+def _element_text_span(
+    text: str, start: int, end: int, kind: str, words_are_prose: bool = False
+) -> tuple[Span, ...]:
+    """An element's text, blanks around it left out, judged as a quoted value (as an unquoted
+    one, words kept, where an attribute names the element: `<textarea name="password">Type
+    it here</textarea>` is a form's prose). Text set off by blanks and holding a clause's
+    punctuation is prose that names the tags (`the <password> element, and </password>
+    closes it`); a value's own punctuation is kept in (`<password>Tr0ub4dor! 3xZ</password>`)."""
     raw_start, raw_end = start, end
     while start < end and text[start] in " \t":
         start += 1
@@ -2561,7 +2583,7 @@ def _element_text_span(text: str, start: int, end: int, kind: str) -> tuple[Span
         end -= 1
     if (start != raw_start or end != raw_end) and _PROSE_PUNCTUATION.search(text, start, end):
         return _NONE
-    return _literal_span(text, start, end, kind, quoted=True)
+    return _literal_span(text, start, end, kind, quoted=not words_are_prose)
 
 
 # --- Pass " value=": `<add key="ClearTextPassword" value="..."/>` (NuGet, .NET appSettings) -----
@@ -2837,9 +2859,10 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
       password and "@" (negated classes excluding only ASCII characters Python excludes
       too, unbounded; a backslash may stand in the password); and `:`, backslashes, `Users`
       and a backslash.
-    - `</`: a keyword `caseless` and ">", then the text up to "</" or a CDATA section's
-      opening; a property list's `</key>`, any bytes but "<" (the gap's blanks, unicode ones
-      included) and `<string>`. ` value=`: the characters its lookbehinds test, consumed.
+    - `</`: a keyword `caseless`, a closing quote (maybe escaped) and ">", then the text up
+      to "</" or a CDATA section's opening; a property list's `</key>`, any bytes but "<"
+      (the gap's blanks, unicode ones included) and `<string>`. ` value=`: the characters
+      its lookbehinds test, consumed.
     - `uth`: the lookbehind's `[Aa]` consumed, then a byte that can start what follows: "=",
       "(", a backslash (an escaped line break), an ASCII blank of Python's `\\s` or any byte of
       a non-ASCII character.
@@ -2945,7 +2968,9 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
         _HTPASSWD: (r"htpasswd[ \t]+-[A-Za-z0-9]",),
         _SECURE_STRING: (r"[Cc]onvert[Tt]o-[Ss]ecure[Ss]tring[ \t]",),
         _XML_ELEMENT: (
-            "(?:" + "|".join(caseless(k) for k in _KEYWORDS) + r")>(?:[^<\r\n]+</|[ \t]*<!\[CDATA\[)",
+            "(?:"
+            + "|".join(caseless(k) for k in _KEYWORDS)
+            + r")(?:\\{0,3}\x22|')?>(?:[^<\r\n]+</|[ \t]*<!\[CDATA\[)",
             r"</key>[^<]*<string>",
         ),
         _XML_ATTRIBUTE: (rf"[{_letters(_KEYWORDS, -1)}\\\\][\x22'] value=", r"  value="),
