@@ -486,6 +486,12 @@ PLANTED: list[tuple[str, str, str]] = [
         fake(12, "Hb8Qw2"),
     ),
     ("secret", "<entry key='api.token'>" + fake(20, "Et4Kp9") + "</entry>", fake(20, "Et4Kp9")),
+    # A namespace prefix on the name: Azure AD's web.config.
+    (
+        "secret",
+        '<add key="ida:ClientSecret" value="' + fake(32, "Az7+Qw3/") + '=" />',
+        fake(32, "Az7+Qw3/") + "=",
+    ),
     (
         "password",
         "<dict>\n\t<key>Password</key>\n\t<string>" + fake(14, "Pl3iS7") + "</string>",
@@ -651,6 +657,7 @@ NEAR_MISSES = [
     "Each <token> element holds one word, e.g. <token>hello</token>.",
     "The <password> element, and </password> closes it.",
     '<property name="hibernate.connection.username">sa</property>',
+    '<add key="ida:ClientId" value="6f0e3a52-1b2c-4d5e-8f90-a1b2c3d4e5f6" />',
     '<property name="db.password">${DB_PASSWORD}</property>',
     '<textarea name="password">Type it here</textarea>',
     '<label for="password">Password</label>',

@@ -2545,12 +2545,8 @@ def _xml_element_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 
 def _named_element_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     """The text of an element whose last attribute is `key="NAME"` or `name="NAME"`."""
-    end = _back_over(text, m.start() - 1, "\\")  # the quote, and a JSON string's escapes
-    found = _keyword_at(text, end)
+    found = _attribute_name_at(text, _back_over(text, m.start() - 1, "\\"))
     if found is None:
-        return _NONE
-    name = _identifier_before(text, end)
-    if _KEY_ATTRIBUTE.search(text, max(0, end - len(name) - 12), end - len(name)) is None:
         return _NONE
     start, end = m.span("xv" if m.group("xv") is not None else "cv")
     return _element_text_span(text, start, end, found[1], words_are_prose=True)
@@ -2608,13 +2604,24 @@ def _xml_attribute_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     if quote < 0 or text[quote] not in "\"'":
         return _NONE
     end = _back_over(text, quote, "\\")
-    found = _keyword_at(text, end)
+    found = _attribute_name_at(text, end)
     if found is None:
         return _NONE
-    name = _identifier_before(text, end)
-    if _KEY_ATTRIBUTE.search(text, max(0, end - len(name) - 12), end - len(name)) is None:
-        return _NONE
-    return _value_span(text, m, found[1], name)
+    return _value_span(text, m, found[1], text[found[0] : end])
+
+
+def _attribute_name_at(text: str, end: int) -> tuple[int, str] | None:
+    """The start of a `key=` or `name=` attribute's secret-named value ending at `end`, and its
+    kind. A namespace prefix is part of the name (Azure AD's `key="ida:ClientSecret"`)."""
+    found = _keyword_at(text, end)
+    if found is None:
+        return None
+    start = _back_over(text, end, _PATH_WORD)
+    if text.endswith(":", 0, start):
+        start = _back_over(text, start - 1, _PATH_WORD)
+    if _KEY_ATTRIBUTE.search(text, max(0, start - 12), start) is None:
+        return None
+    return start, found[1]
 
 
 # --- Pass "kty": a JSON Web Key's private members ----------------------------------------
