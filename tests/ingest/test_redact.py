@@ -428,6 +428,29 @@ PLANTED: list[tuple[str, str, str]] = [
     ),
     ("password", 'htpasswd -bnBC 10 "" ' + fake(12, "Bc5Hn3"), fake(12, "Bc5Hn3")),
     ("password", "htpasswd -b -B -C 12 /etc/nginx/.htpasswd admin " + fake(12, "Bc2Ht7"), fake(12, "Bc2Ht7")),
+    # A ";", "|" or "&&" quoted in sudo's command does not end it (nor a curl header's its
+    # command), and a PowerShell prompt's "> " may stand before the string piped in.
+    (
+        "password",
+        "sudo -S bash -c 'apt-get update; apt-get install -y nginx' <<< '" + fake(12, "Qs4cM8") + "'",
+        fake(12, "Qs4cM8"),
+    ),
+    ("password", "sudo -S sh -c 'dmesg | tail' <<< '" + fake(12, "Qp7dT2") + "'", fake(12, "Qp7dT2")),
+    (
+        "password",
+        'sudo -S bash -c "make && make install" <<< "' + fake(12, "Qa5mK1") + '"',
+        fake(12, "Qa5mK1"),
+    ),
+    (
+        "password",
+        'curl -H "X-Trace: a && b" -u admin:' + fake(12, "Qh3cU6") + " https://x",
+        fake(12, "Qh3cU6"),
+    ),
+    (
+        "password",
+        'PS C:\\> "' + fake(12, "Pr9mT4") + '" | ConvertTo-SecureString -AsPlainText -Force',
+        fake(12, "Pr9mT4"),
+    ),
     # An AWS secret access key right after its key id, with no keyword (the IAM credentials CSV).
     (
         "aws_secret_key",
@@ -622,6 +645,12 @@ NEAR_MISSES = [
     'sudo -S apt-get update <<< "$SUDO_PASS"',
     "sudo -S true <<< $(cat pw.txt)",
     "sudo -S true; grep -c x <<< 'Zq9xW3vB7'",
+    # The reader quoted in another command's argument, or ended by an unquoted "|" or "&&"; a
+    # word after a redirection's ">" piped to ConvertTo-SecureString is no password.
+    "grep \"sudo -S\" <<< 'Zq9xW3vB7'",
+    "sudo -S true | grep -c x <<< 'Zq9xW3vB7'",
+    "sudo -S true && grep -c x <<< 'Zq9xW3vB7'",
+    '"a" > "b" | ConvertTo-SecureString -AsPlainText -Force',
     "kernel<<<blocks, threads>>>(d_out, d_in);",
     "sudo -k ls",
     "sudo -u root -i",
@@ -1143,10 +1172,18 @@ def test_a_pem_block_glued_to_what_precedes_it_is_found_in_one_pass(before: str)
         "- name: API_TOKEN" + " " * 8_000 + "\n  value:\n",  # blanks split many ways before "value:"
         '{"kty":"RSA",' * 4_000,  # no "}": each "kty" scanned on to the end of the text
         "sudo -S x <<< " * 5_000,  # each here-string looks back over its command for a reader
+        "sudo -S sh -c 'a | b' \"c; d\" <<< " * 5_000,  # and over the quoted stretches before it
         "{kty: 'RSA', " * 4_000,  # the same with bare keys
         "".join(" " * k + "token: |\n" for k in range(600)),  # each block holds the ones after it
     ],
-    ids=["env-entry-blanks", "kty-unclosed", "here-strings", "kty-bare-unclosed", "yaml-blocks-nested"],
+    ids=[
+        "env-entry-blanks",
+        "kty-unclosed",
+        "here-strings",
+        "here-strings-quoted",
+        "kty-bare-unclosed",
+        "yaml-blocks-nested",
+    ],
 )
 def test_pathological_texts_redact_in_linear_time(text: str) -> None:
     """Not timed: before the review's fixes these took 12 s and over a minute (pytest's durations

@@ -52,7 +52,8 @@ nanoseconds per byte however rare its characters are. So the patterns are groupe
 passes (`_PASSES`) that each start on one literal anchor: a vendor prefix (`sk-`, `gl`,
 `xox`, `dapi`, `hv`), the "_" after one (`ghp_`, `npm_`, `dop_v1_`), "A" of AKIA/AIza/
 AC.../AGE-/`pypi-A`/`bot-id:A`, "S" of SG./SK/`LS0t`, `eyJ` of a JWT, `earer` of Bearer,
-the "=" or ":" after a secret-named key, "-" of a flag, `set` and a `.netrc` `password`,
+the "=" or ":" after a secret-named key, "-" of a flag, "|" and `<<<` before `sudo -S` or
+`chpasswd`, `ecure` of ConvertTo-SecureString, `set` and a `.netrc` `password`,
 `uth` of a basic-auth pair in code, `ya29.` of a Google OAuth token, "+" of a phone
 number, "~" of a home, "@" of an e-mail, "/" of a home path, the newline before an `ls -l`
 line.
@@ -152,9 +153,10 @@ code to judge, so they are left alone; "pass" counts as the last part of a longe
 `PWD=/path` is the working directory.
 
 Credential flags belong to their command. The command is the nearest known command
-word before the flag on its command line (a newline, `&&`, `||`, `$(` or a backquote
-starts one; words of commands that take other short flags, such as `date`, `ssh`,
-`docker run`, `tee`, stop the search), so `date -u +%H:%M`, `docker run -u 1000:1000 -p
+word before the flag in its command (a newline, ";", "|", "&", `&&`, `||`, `$(` or a
+backquote outside quotes starts one, so `-H "Cookie: a=1; b=2"` does not, and a word inside
+a quoted argument is none; words of commands that take other short flags, such as `date`,
+`ssh`, `docker run`, `tee`, stop the search), so `date -u +%H:%M`, `docker run -u 1000:1000 -p
 80:80`, `mkdir -p`, `ssh -p 2222` and `mysql -u root -p appdb` are left alone. Taken:
 curl's `-u`/`--user`/`-U`/`--proxy-user user:password` (the password, unless it equals
 the user, as docker's `app:app` would, or is a template) and `-b`/`--cookie`; httpie's
@@ -1260,10 +1262,24 @@ _COMMAND_WORD = re.compile(
     + "|".join(sorted(map(re.escape, {*_CREDENTIAL_FLAGS, *_OTHER_COMMANDS}), key=len, reverse=True))
     + r")(?![\w:.@=-])"
 )
-# Where a command line ends, looking back from a flag: a newline (also JSON-escaped), &&, ||,
-# a command substitution or a backquote. ";" and "|" are not looked for (they stand inside
-# quoted arguments too: `-H "Cookie: a=1; b=2"`); the command words after them are.
-_LINE_BREAKS = ("\n", "\r", "\\n", "&&", "||", "$(", "`")
+# Where a command starts, looking back from a flag or a here-string (`_command_start`): after
+# the last line break (also JSON-escaped), then after the last ";", "|", "&" (so `&&` and `||`
+# too; not the redirections `2>&1`, `&>log`, `>|f`), unclosed `$(` or backquote outside quoted
+# stretches: `-H "Cookie: a=1; b=2"` and `sh -c 'a && b'` go on. A stretch is quoted by "'" (not
+# an apostrophe after a letter or a digit) or by '"', also `\"` and `\\\"` of JSON nesting, each
+# closed by its own kind; a quote that does not close before the flag is no quote (the JSON
+# string the command stands in). A word inside a quoted stretch is an argument, not a command
+# (`grep "sudo -S" <<< x`). A closed `$(...)` or backquoted command hides its breaks only.
+_LINE_BREAKS = ("\n", "\r", "\\n")
+_COMMAND_BREAK = re.compile(  # run only over the reach before a flag or a here-string's reader
+    r"'(?<![A-Za-z0-9]')[^']*+'"
+    r'|"(?<!\\")(?:[^"\\]++|\\.)*+"'
+    r'|\\(?<!\\\\)"(?:[^\\]++|\\{2,}+"?|\\(?!"))*+\\"'
+    r'|\\(?<!\\\\)\\\\"(?:[^\\]++|\\{4,}+"?|\\{3}(?!")|\\{1,2}+(?!\\)"?)*+\\{3}"'
+    r"|\$\((?:[^()]*+\))?|`(?:[^`]*+`)?"
+    r"|;|\|(?<!>\|)|&(?<![<>]&)(?!>)"
+)
+_BREAKS = frozenset((";", "|", "&", "$(", "`"))
 # Flags that take a credential in some command; a value of the flag follows a blank or
 # "=", or is glued to a one-letter flag (`-pSECRET`). `--x-token-value`, `--secret-string`
 # take one in any command.
@@ -1282,16 +1298,37 @@ _CREDENTIAL_FLAG = (
 )
 
 
-def _command_before(text: str, i: int) -> tuple[str, int] | None:
-    """The nearest known command word before text[i] on its command line, and its end."""
-    lo = max(0, i - 1024)
+def _command_start(text: str, i: int, reach: int = 1024) -> tuple[int, list[int]]:
+    """Where the command that goes on at text[i] starts (`reach` characters back at most), and
+    the bounds of the quoted stretches between, flat (start, end, start, end, ...)."""
+    lo = max(0, i - reach)
     for brk in _LINE_BREAKS:
         found = text.rfind(brk, lo, i)
         if found != -1:
             lo = found + len(brk)
+    quoted: list[int] = []
+    for m in _COMMAND_BREAK.finditer(text, lo, i):
+        token = m.group()
+        if token in _BREAKS:
+            lo = m.end()
+            quoted.clear()
+        elif token[0] in "'\"\\":
+            quoted += m.span()
+    return lo, quoted
+
+
+def _outside(quoted: list[int], i: int) -> bool:
+    """True when text[i] is in no quoted stretch of `_command_start`'s."""
+    return bisect.bisect_right(quoted, i) % 2 == 0
+
+
+def _command_before(text: str, i: int) -> tuple[str, int] | None:
+    """The nearest known command word before text[i] in its command, and its end."""
+    start, quoted = _command_start(text, i)
     last = None
-    for last in _COMMAND_WORD.finditer(text, lo, i):  # noqa: B007
-        pass
+    for word in _COMMAND_WORD.finditer(text, start, i):
+        if _outside(quoted, word.start()):
+            last = word
     return None if last is None else (last.group("cmd"), last.end())
 
 
@@ -2371,10 +2408,15 @@ _ECHOED = re.compile(
 )
 
 
-def _user_password(text: str, start: int, end: int) -> int | None:
-    """Where the password of chpasswd's `user:password` text[start:end] starts (None: no ":")."""
-    colon = text.find(":", start, end)
-    return None if colon == -1 else colon + 1
+def _stdin_password_span(text: str, start: int, end: int, quoted: bool, chpasswd: bool) -> tuple[Span, ...]:
+    """text[start:end], given to a stdin reader, as a password: for chpasswd the part of its
+    `user:password` after ":" (none without one), for `sudo -S` all of it."""
+    if chpasswd:
+        colon = text.find(":", start, end)
+        if colon == -1:
+            return _NONE
+        start = colon + 1
+    return _literal_span(text, start, end, "password", quoted)
 
 
 def _piped_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
@@ -2382,48 +2424,33 @@ def _piped_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     if echoed is None:
         return _NONE
     group = "uv" if echoed.group("uv") is not None else "qv"
-    start, end = echoed.span(group)
-    if m.group("chpasswd") is not None:
-        password = _user_password(text, start, end)
-        if password is None:
-            return _NONE
-        start = password
-    return _literal_span(text, start, end, "password", quoted=group == "qv")
+    return _stdin_password_span(text, *echoed.span(group), group == "qv", m.group("chpasswd") is not None)
 
 
 # --- Pass "<<<": a password given to `sudo -S` or `chpasswd` as a here-string ----------------
 # `sudo -S apt-get install x <<< 'pw'`, `sudo -S <<< "pw" cmd`, `chpasswd <<< 'user:pw'` (the part
 # after ":"): bash feeds the word after `<<<` to the command's standard input, as "|" does. The
-# command is a reader of "|" (`_STDIN_READER`, with its paths and options) that starts a word
-# between the last command break (a line break, also JSON-escaped, "|", ";", "&", a backquote;
-# not the "&" of `2>&1`) and `<<<`; another command's here-string (`grep x <<< "$line"`, `bc <<<
-# 2+2`, CUDA's `kernel<<<blocks, threads>>>`) is data. The word is judged as a value after "=":
-# `<<< "$PW"` and `<<< $(cat pw.txt)` stay.
+# command is a reader of "|" (`_STDIN_READER`, with its paths and options) that starts a word of
+# the command that goes on at `<<<`, outside its quoted arguments, as a credential flag's command
+# is found (`_command_start`): `sudo -S bash -c 'apt-get update; apt-get install x' <<< 'pw'` and
+# `sudo -S sh -c "dmesg | tail" <<< 'pw'` lose the password, `grep "sudo -S" <<< 'x'` and `sudo
+# -S true; grep x <<< 'y'` keep theirs. The command is looked for 300 characters back at most
+# (the reader regex is tried at each of them). Another command's here-string (`grep x <<<
+# "$line"`, `bc <<< 2+2`, CUDA's `kernel<<<blocks, threads>>>`) is data. The word is judged as a
+# value after "=": `<<< "$PW"` and `<<< $(cat pw.txt)` stay.
 _HERE_STRING = re.compile(r"<<<[ \t]*" + _VALUE)
-_COMMAND_BREAKS = ("\n", "\r", "\\n", "\\r", "|", ";", "`")
 _READER = re.compile(_STDIN_READER)
-
-
-def _command_start(text: str, end: int) -> int:
-    """Where the command that goes on at `end` starts, 300 characters back at most."""
-    start = max(0, end - 300)
-    for brk in _COMMAND_BREAKS:
-        i = text.rfind(brk, start, end)
-        if i != -1:
-            start = i + len(brk)
-    amp = text.rfind("&", start, end)
-    while amp != -1 and (text[amp - 1 : amp] in ("<", ">") or text.startswith(">", amp + 1)):
-        amp = text.rfind("&", start, amp)  # 2>&1, &>log: a redirection
-    return start if amp == -1 else amp + 1
+_READER_REACH = 300
 
 
 def _reader_before(text: str, end: int) -> re.Match[str] | None:
     """The stdin reader (`sudo -S`, `chpasswd`) of the command that goes on at `end`, if any."""
-    start = _command_start(text, end)
-    if text.find("sudo", start, end) == -1 and text.find("chpasswd", start, end) == -1:
-        return None
+    lo = max(0, end - _READER_REACH)
+    if text.find("sudo", lo, end) == -1 and text.find("chpasswd", lo, end) == -1:
+        return None  # no reader: no scan for the command's start
+    start, quoted = _command_start(text, end, _READER_REACH)
     for reader in _READER.finditer(text, start, end):
-        if _starts_token(text, reader.start(), _PATH_WORD):
+        if _outside(quoted, reader.start()) and _starts_token(text, reader.start(), _PATH_WORD):
             return reader
     return None
 
@@ -2433,13 +2460,7 @@ def _here_string_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     bounds = None if reader is None else _value_bounds(text, m)
     if reader is None or bounds is None:
         return _NONE
-    start, end, quoted = bounds
-    if reader.group("chpasswd") is not None:
-        password = _user_password(text, start, end)
-        if password is None:
-            return _NONE
-        start = password
-    return _literal_span(text, start, end, "password", quoted)
+    return _stdin_password_span(text, *bounds, reader.group("chpasswd") is not None)
 
 
 # --- Pass "htpasswd": `htpasswd -b[c] FILE USER PASSWORD`, `htpasswd -nb USER PASSWORD` --------
@@ -2472,14 +2493,15 @@ def _htpasswd_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 # --- Pass "ecure": PowerShell's `ConvertTo-SecureString "..." -AsPlainText -Force` ------------
 # Also the string piped to it: `"pw" | ConvertTo-SecureString -AsPlainText -Force`, when a quoted
 # literal starts the pipeline (after the start of a line or of the text, "=", "(", ";", "{", the
-# quote that opens a JSON string, or `echo`/`Write-Output`). A variable (`$pw | ...`), a prompt
-# (`Read-Host ... | ...`) or a file's content (`Get-Content "f.txt" | ...`) is no literal.
+# quote that opens a JSON string, a prompt's ">" as in `PS C:\> "pw" | ...`, or `echo`/
+# `Write-Output`). A variable (`$pw | ...`), a prompt (`Read-Host ... | ...`) or a file's content
+# (`Get-Content "f.txt" | ...`) is no literal.
 _SECURE_STRING = re.compile(
     r"ecure(?<=[Cc]onvert[Tt]o-[Ss]ecure)[Ss]tring(?:[ \t]+-[Ss]tring)?[ \t]+" + _VALUE
 )
 _AS_PLAIN_TEXT = re.compile(r"[^\r\n|;]{0,200}?-[Aa]s[Pp]lain[Tt]ext")
 _PIPED_STRING = re.compile(
-    r"(?:(?<=[=(;{\r\n\"'])|(?<=\\[nrt])|(?<![\s\S]))[ \t]*(?:(?:echo|[Ww]rite-[Oo]utput)[ \t]+)?"
+    r"(?:(?<=[=(;{>\r\n\"'])|(?<=\\[nrt])|(?<![\s\S]))[ \t]*(?:(?:echo|[Ww]rite-[Oo]utput)[ \t]+)?"
     r"(?P<q>(?:\\{3}|\\)?\"|')(?P<qv>[^\"'\\\r\n]{1,200})(?P=q)[ \t]*\|[ \t]*\Z"
 )
 _CONVERT_TO = len("ConvertTo-S")  # before the anchor "ecure"
