@@ -1359,7 +1359,9 @@ def _credential_flag_form(text: str, i: int, flag: str, glued: bool) -> tuple[st
 _DASH = re.compile(
     r"-(?:"
     r"----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
-    r"(?P<pem>[^\"]*?(?=-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----)"
+    # The body up to its END line, not past a double quote nor into the next block: headers
+    # without an END each scanning on to a later one would cost the square of the text.
+    r"(?P<pem>(?:[^\"-]|-(?!----BEGIN))*?(?=-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----)"
     r"|(?:[A-Za-z0-9+/=\r\n]|\\[nr])*)"
     + r"|-(?P<flag>[A-Za-z0-9][A-Za-z0-9_-]{0,39}+)(?:"
     + _gate(_KEYWORDS, ("",))
@@ -1407,11 +1409,19 @@ def _pem_line(run: str) -> bool:
     return _looks_random(run) or (len(run) >= 16 and any(c.isdigit() or c in "+/=" for c in run))
 
 
+def _first_pem_line(run: str, more: bool) -> bool:
+    """True for the first literal of a key's body: key material (`_pem_line`) as long as a
+    body line (a PEM wraps at 64 characters, OpenSSH at 70), or followed by more (`more`)."""
+    return _pem_line(run) and (len(run) >= 40 or more)
+
+
 def _pem_spans(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     """The body of a PEM private key: one span, or one per string literal or list item.
 
-    The first of a list's items must look like key material (`_pem_line`): a list that pairs
-    a header with a name (`("-----BEGIN EC PRIVATE KEY-----", "ecdsa")`) holds no key.
+    The first of the literals or list items must look like a body line (`_first_pem_line`): a
+    list that pairs a header with a name (`("-----BEGIN EC PRIVATE KEY-----", "ecdsa")`,
+    `("-----BEGIN PRIVATE KEY-----", "Pkcs8PrivateKey")`) or with a key's well-known first
+    characters (`["-----BEGIN OPENSSH PRIVATE KEY-----", "b3BlbnNzaC1rZXktdjE"]`) holds no key.
     """
     start, end = m.span("pem")
     body = text[start:end]
@@ -1420,16 +1430,22 @@ def _pem_spans(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     spans: list[Span] = []
     if "'" in body:  # single-quoted literals: one span each, none holding a quote
         pos = start
+        pieces: list[tuple[int, int]] = []
         for part in body.split("'"):
             piece = _PEM_PIECE.fullmatch(text, pos, pos + len(part))
-            if piece is not None and (spans or _pem_line(piece.group("run"))):
-                spans.append((piece.start("run"), piece.end("run"), "private_key"))
+            if piece is not None and (pieces or _pem_line(piece.group("run"))):
+                pieces.append(piece.span("run"))
             pos += len(part) + 1
+        if pieces and _first_pem_line(text[slice(*pieces[0])], len(pieces) > 1):
+            spans = [(piece_start, piece_end, "private_key") for piece_start, piece_end in pieces]
     elif body.strip(" \t\r\n\\nr"):
         spans.append((start, end, "private_key"))
     while (joined := _PEM_JOIN.match(text, end)) is not None:
-        if joined.group("comma") is not None and not spans and not _pem_line(joined.group("run")):
-            break
+        if joined.group("comma") is not None and not spans:
+            following = _PEM_JOIN.match(text, joined.end())
+            more = following is not None and following.group("comma") is not None
+            if not _first_pem_line(joined.group("run"), more):
+                break
         end = joined.end()
         spans.append((joined.start("run"), end, "private_key"))
     return tuple(spans)
