@@ -135,8 +135,11 @@ whole). A YAML block scalar (`password: |`, `client_secret: >-`) is judged line 
 over the lines indented under its key: a one-word line goes as a value would, a line
 with blanks (prose, `key: value` config) stays. A quoted literal that a secret-named name
 is compared with (`==`, `===`, `!=`: `os.environ["DB_PASSWORD"] == "..."`, `[[ $API_TOKEN
-== "..." ]]`) goes when it would after ",": not under eight characters, a name or a phrase
-(`token == "("`, `mode == "password"`, `token == "end of input"` stay).
+== "..." ]]`) goes only when it looks random (upper and lower case letters and digits, a
+digit before a letter) or is a vendor token: tokenizer, lexer and test code compares such
+names with literals far more often than code hard-codes a secret, so `token ==
+"#include"`, `next_token == "Paris123"`, `token == "127.0.0.1"` and `mode == "password"`
+stay.
 
 Where a value ends. An unquoted value ends with its shell word: at whitespace, a quote
 or `, ( ) { } [ ] < > |`. A "&" inside stays in it (`password=Tr0ub4dor&3`) unless it
@@ -786,6 +789,11 @@ def _value_span(text: str, m: re.Match[str], kind: str, name: str, p: str = "") 
     if bounds is None:
         return _NONE
     start, end, quoted = bounds
+    return _judged_span(text, start, end, kind, name, quoted)
+
+
+def _judged_span(text: str, start: int, end: int, kind: str, name: str, quoted: bool) -> tuple[Span, ...]:
+    """The value text[start:end] of secret-named key `name` as a finding, unless it is a reference."""
     value = text[start:end]
     if name.lower().endswith("pwd") and value.startswith(("/", "~")):
         return _NONE  # PWD=/home/... is the working directory
@@ -2043,30 +2051,34 @@ def _bearer_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 
 # --- Pass "=": password=..., API_KEY = "...", 'token' => '...' --------------------------
 # A quoted key, also as a subscript: os.environ["OPENAI_API_KEY"] = "...", $_ENV['DB_PASSWORD']='...'.
-# Also a comparison of a secret-named name with a literal, `==`, `===`, `!=`, `!==` (a hard-coded
-# check: `os.environ["DB_PASSWORD"] == "..."`, `process.env.API_TOKEN === '...'`, `[[ $API_TOKEN
-# == "..." ]]`, `os.getenv("TOKEN") != "..."`), with the literal judged as after "," (`_compared_span`).
 _EQUALS_CLOSERS = ("", " ", '" ', "' ", '"]', "']", '"] ', "'] ", '\\"]', '\\"] ', '\\\\\\"]', '\\\\\\"] ')
-# os.getenv("API_TOKEN") == "...", also JSON-escaped.
-_CALL_CLOSERS = ('")', "')", '") ', "') ", '\\")', '\\") ', '\\\\\\")', '\\\\\\") ')
-_NOT_EQUAL_CLOSERS = tuple(closer + "!" for closer in (*_EQUALS_CLOSERS, *_CALL_CLOSERS))
-# Each form has its own gate, the comparisons' behind a one-character test ("==" ahead, "!="
-# behind), so that an "=" of an assignment costs what it did before they were added.
+# Also a comparison of a secret-named name with a quoted literal, `==`, `===`, `!=`, `!==` (a
+# hard-coded check: `os.environ["DB_PASSWORD"] == "..."`, `process.env.API_TOKEN === '...'`,
+# `[[ $API_TOKEN == "..." ]]`, `os.getenv("TOKEN") != "..."`, also JSON-escaped), the literal
+# judged by `_compared_span`. Only the keywords count there: the other names' values (a
+# Cookie header, a SAS sig=, .npmrc's _auth) are read as assignments, never compared.
+_COMPARED_CLOSERS = (*_EQUALS_CLOSERS, '")', "')", '") ', "') ", '\\")', '\\") ', '\\\\\\")', '\\\\\\") ')
+_NOT_EQUAL_CLOSERS = tuple(closer + "!" for closer in _COMPARED_CLOSERS)
+# Each form has its own gate: an assignment's the names' two-character test; a comparison's
+# comes behind a one-character test ("=" ahead for `==`, "!=" behind for `!=`), which an "="
+# of an assignment fails at once, so that assignments cost what they did before comparisons
+# were added. A comparison is judged by its quoted literal alone, so only a quoted literal is
+# looked for after it (`_VALUE` would scan up to `_MAX_VALUE` characters of an unquoted word).
 _EQUALS = re.compile(
-    "=(?:(?:"
+    "=(?:"
     + _gate(_EQUALS_NAMES, _EQUALS_CLOSERS, "=")
     + _names_end(_EQUALS_NAMES, _EQUALS_CLOSERS, "=")
-    + r"(?:>|(?P<cmp>==?))?"
-    + "|(?==)"
-    + _gate(_KEYWORDS, _CALL_CLOSERS, "=")
-    + _names_end(_KEYWORDS, _CALL_CLOSERS, "=")
-    + r"(?P<call>==?)"
-    + "|(?<=!=)"
+    + r">?(?!=)[ \t]*"
+    + _VALUE
+    + "|(?P<cmp>(?==)"
+    + _gate(_KEYWORDS, _COMPARED_CLOSERS, "=")
+    + _names_end(_KEYWORDS, _COMPARED_CLOSERS, "=")
+    + "==?|(?<=!=)"
     + _gate(_KEYWORDS, _NOT_EQUAL_CLOSERS, "=")
     + _names_end(_KEYWORDS, _NOT_EQUAL_CLOSERS, "=")
-    + r"(?P<ne>=?)"
-    + r")(?!=)[ \t]*"
-    + _VALUE
+    + r"=?)(?!=)[ \t]*(?="
+    + _quoted("c")
+    + ")"
     # `id` output: uid=1000(name) gid=1000(name) groups=1000(name),27(sudo).
     + r"|(?<=uid=)[0-9]+\((?P<uid>[a-z_][a-z0-9_.-]{0,31}\$?)\)"
     r"(?:[ \t]+gid=[0-9]+\((?P<gid>[a-z_][a-z0-9_.-]{0,31}\$?)\))?"
@@ -2083,45 +2095,70 @@ _HEX40 = re.compile(r"[0-9a-f]{40}")
 def _equals_pass_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     if m.group("uid") is not None:
         return _id_output_spans(text, m) if _starts_token(text, m.start() - 3) else _NONE
-    if m.group("cmp") is not None or m.group("call") is not None or m.group("ne") is not None:
+    if m.group("cmp") is not None:
         return _compared_span(text, m)
     return _equals_span(text, m)
 
 
 def _compared_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
-    """The literal a secret-named name is compared with (`==`, `!=`, ...), unless it is no
-    quoted literal (`token == expected`), a name, a short value or a phrase, as after ","
-    (`_loose_value`), or holds an escape: `if token == "("`, `mode == "password"`, `token ==
-    "end of input"`, a lexer's `token == "\\n\\n\\n\\n"` stay."""
-    value = m.group("qv")
-    if value is None or " " in value or "\\" in value or _loose_value(value):
+    """The quoted literal a secret-named name is compared with (`==`, `!=`, ...) when it looks
+    like a hard-coded secret: a known vendor token, or random (`_random_literal`). Tokenizer,
+    lexer and test code compares such names with literals all the time (`token == "#include"`,
+    `next_token == "Paris123"`, `token == "127.0.0.1"`, `mode == "password"`), and a secret
+    written into a comparison is rare; so a name, a short value (`_is_label_or_test_value`),
+    a phrase or a literal holding an escape (a lexer's `token == "\\n\\n"`) stays."""
+    value = m.group("cqv")
+    if " " in value or "\\" in value or len(value) < 8:
+        return _NONE  # cheap tests first: a match in code is seldom a candidate
+    found = _secret_name(text, m.start(), _KEYWORDS)
+    span = None if found is None else _quoted_span(text, m, "c")
+    if found is None or span is None:
         return _NONE
-    return _equals_span(text, m, _KEYWORDS)
+    start, end = span
+    value = text[start:end]
+    if " " in value or "\\" in value or _is_label_or_test_value(value):
+        return _NONE
+    if not _random_literal(value) and _vendor_kind(value) is None:
+        return _NONE
+    return _judged_span(text, start, end, found[0], found[1], quoted=True)
+
+
+def _random_literal(value: str) -> bool:
+    """True for a literal no one would write as a name or as test data: upper and lower case
+    letters and digits, a digit followed by a letter (`hunter2Zq9xW3vB7`, `Cm4PqCm4Pq`, not
+    `Paris123`, `Identifier1`, `2024-01-01T00:00:00Z`)."""
+    return _looks_random(value) and _DIGIT_LETTER.search(value) is not None
 
 
 _ARN_SECRET = re.compile(r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]*:[0-9]{12}:secret\Z")
 
 
-def _equals_span(text: str, m: re.Match[str], names: tuple[str, ...] | None = None) -> tuple[Span, ...]:
-    """The value of the secret-named key before the "=" or ":" at m.start() (matched by
-    `_EQUALS` or `_COLON`), judged by the kind of key; `names`: the keys that count (by default
-    the separator's)."""
-    end = _back_over(text, m.start(), " \"'\\!")
+def _secret_name(text: str, sep: int, names: tuple[str, ...]) -> tuple[str, str] | None:
+    """The kind of value and the name of the secret-named key (one of `names`) before the
+    separator at text[sep] ("=", ":", "!" of "!="), or None."""
+    end = _back_over(text, sep, " \"'\\!")
     if end > 1 and text[end - 1] in "])" and text[end - 2] in "\"'":
         # os.environ["API_KEY"] = ..., os.getenv("API_KEY") == ...: the subscript's or the
         # argument's closing quote (maybe JSON-escaped)
         end = _back_over(text, end - 1, "\"'\\")
-    if names is None:
-        names = _EQUALS_NAMES if text[m.start()] == "=" else _COLON_NAMES
     found = _keyword_at(text, end, names)
     if found is None:
-        return _NONE
+        return None
     name = _identifier_before(text, end)
     if name == "secret" and _ARN_SECRET.search(text, max(0, end - 80), end):
-        return _NONE  # arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-AbCdEf is a resource name
+        return None  # arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-AbCdEf is a resource name
     if text.endswith(("${", "%{"), 0, end - len(name)):
-        return _NONE  # ${DB_PASSWORD:?unset}, ${TOKEN:-x}: a shell expansion's name, not a key
-    kind = found[1]
+        return None  # ${DB_PASSWORD:?unset}, ${TOKEN:-x}: a shell expansion's name, not a key
+    return found[1], name
+
+
+def _equals_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    """The value of the secret-named key before the "=" or ":" at m.start() (matched by
+    `_EQUALS` or `_COLON`), judged by the kind of key."""
+    found = _secret_name(text, m.start(), _EQUALS_NAMES if text[m.start()] == "=" else _COLON_NAMES)
+    if found is None:
+        return _NONE
+    kind, name = found
     if kind in ("session_cookie", "set_cookie"):
         header = _COOKIE_VALUE.match(text, m.start() + 1)
         if header is None:
@@ -2344,7 +2381,7 @@ _COMMA = re.compile(
 _IDENTIFIER_VALUE = re.compile(r"(?:[a-z0-9]+[_.-])+[a-z0-9]+")
 
 
-def _loose_value(value: str) -> bool:
+def _is_label_or_test_value(value: str) -> bool:
     """True for a quoted value that, after "," or in a comparison, is more often test data, a
     name or a label than a secret."""
     if len(value) < 8 or all(c.isalpha() or c in _WORDISH for c in value):
@@ -2358,7 +2395,7 @@ def _loose_value(value: str) -> bool:
 
 def _comma_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     value = m.group("qv")
-    if value is None or _loose_value(value):
+    if value is None or _is_label_or_test_value(value):
         return _NONE
     end = _back_over(text, m.start(), "\"'\\")
     found = _keyword_at(text, end)
