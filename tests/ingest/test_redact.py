@@ -149,6 +149,12 @@ PLANTED: list[tuple[str, str, str]] = [
         "- api_token: |\n    " + "first" + "Zq9xW3\n    " + "second" + "Hk3mQ9\n  user: bob",
         "secondHk3mQ9",
     ),
+    # After an anchor or a standard tag; a folded block's lines are one value, all of them go.
+    ("password", "password: &pw |\n  " + "hunter2" + "Zq9xW3vB7\n", "hunter2Zq9xW3vB7"),
+    ("password", "db:\n  password: !!str >-\n    " + "Tr0ub4" + "dorZq9\n", "Tr0ub4dorZq9"),
+    ("secret", "secret: >\n  " + "Zq9xW3" + "vB7kLm\n  continued\n", "continued"),
+    # In a JSON string after a key (a file's content in a tool call), its tab JSON-escaped.
+    ("password", json.dumps({"content": "password: |\n  " + "Wx4kP9" + "mQ2zL\t\n"}), "Wx4kP9mQ2zL"),
     # Vendor keys of known shapes with no kind of their own: Groq, Shopify, Linear, Replicate.
     ("secret", 'GROQ="gsk_' + "iK2ZWeqhFWCEPyYngFb51yBMWXaSCrUZoL8g5ubbbPIa84yRnBUb" + '"', "iK2ZWeqh"),
     ("secret", "X-Shopify-Access-Token: shpat_" + "7ef7b77e90d3593ad699fc1f7cd5bb2e", "7ef7b77e"),
@@ -747,6 +753,9 @@ NEAR_MISSES = [
     "password: |\nhunter2Zq9xW3vB7\n",
     "| api_token: |\n|---|---|\n| Zq8wLm3N1b | x |",
     "Set the password: |\n  Zq8wLm3N1b\n",
+    # An encrypted Ansible value; a folded block whose words are a label.
+    "password: !vault |\n  $ANSIBLE_VAULT;1.1;AES256\n  6231336539666234306139346433616338376437\n",
+    "password: >\n  Enter\n  your\n  password\n",
     "apiKey: " + "'proxy-handled'",
     "CODEMIE_API_KEY: " + "'sk-secret'",
     "const apiKey = await getKey();",
@@ -1027,6 +1036,27 @@ def test_json_escapes_are_not_split() -> None:
     assert counts == {"email": 1, "home_user": 1, "password": 1, "github_token": 1}
 
 
+@pytest.mark.parametrize(
+    ("line", "depth", "redacted"),
+    [
+        ("Zq8wLm3N1b\t", 1, True),  # a tab JSON-escaped: the line's value is its one word
+        ("Zq8wLm3N1b\t", 2, True),  # in a JSON string inside one
+        ("Zq8wLm3N1b\\t", 1, False),  # a backslash and a "t": the value holds an escape
+        ("Zq8wLm3N1b\\\t", 1, False),  # a backslash and a tab
+        ("Zq8wLm3N1b\\t", 0, False),  # raw text: a backslash and a "t"
+    ],
+)
+def test_a_block_line_loses_only_the_tabs_that_end_it(line: str, depth: int, redacted: bool) -> None:
+    text = "password: |\n  " + line + "\n"
+    for _ in range(depth):
+        text = json.dumps({"content": text})
+    out, _ = Redactor().redact(text)
+    assert ("Zq8wLm3N1b" not in out) == redacted
+    for _ in range(depth):
+        out = json.loads(out)["content"]
+    assert out.endswith(line.removeprefix("Zq8wLm3N1b") + "\n")
+
+
 def test_counts_are_per_kind() -> None:
     text = " ".join(
         [
@@ -1194,6 +1224,7 @@ def test_a_pem_block_glued_to_what_precedes_it_is_found_in_one_pass(before: str)
         "sudo -S sh -c 'a | b' \"c; d\" <<< " * 5_000,  # and over the quoted stretches before it
         "{kty: 'RSA', " * 4_000,  # the same with bare keys
         "".join(" " * k + "token: |\n" for k in range(600)),  # each block holds the ones after it
+        "  'token: |\n" * 4_000,  # a quote before each key: every block read all indented lines after it
         # headers with a rejected body: each scanned on to the one END at the end of the text
         ("-----BEGIN RSA " + "PRIVATE KEY-----'aaaa'") * 1_500 + "-----END RSA " + "PRIVATE KEY-----",
         "token==" * 10_000,  # each comparison scanned an unquoted value of 4,096 characters
@@ -1206,6 +1237,7 @@ def test_a_pem_block_glued_to_what_precedes_it_is_found_in_one_pass(before: str)
         "here-strings-quoted",
         "kty-bare-unclosed",
         "yaml-blocks-nested",
+        "yaml-quoted-keys",
         "pem-headers-one-end",
         "comparisons-equal",
         "comparisons-not-equal",

@@ -239,6 +239,7 @@ ADVERSARIAL: list[tuple[str, str]] = [
     ("set", "set --export\\tAPI_KEY\\tZx81"),
     (":", "password: str = 'x'"),
     (":", "to\u212aen: >-\\n  Zx81"),
+    (":", "pa\u017fsword: &pw !!str |\n  Zx81"),
     (":", "PRIVATE-TO\u212aEN: glpat"),
     (":", "https://hooks.slack.com/services/" + BODY[:24]),
     (":", "postgres://üser:päss\u2603@db"),

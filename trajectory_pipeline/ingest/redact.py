@@ -131,15 +131,18 @@ that is not a secret (`"token": "New York"`, a translated label) is redacted. A 
 that closes a string rather than opening a value is not a value (`print("Enter
 password: ")`, `"token: " + t`, `{"a":"token:","b":1}`). Anything else is redacted,
 however weak (`password=hunter2`), up to 4,096 characters (an AWS session token goes
-whole). A YAML block scalar (`password: |`, `client_secret: >-`) is judged line by line
-over the lines indented under its key: a one-word line goes as a value would, a line
-with blanks (prose, `key: value` config) stays. A quoted literal that a secret-named name
-is compared with (`==`, `===`, `!=`: `os.environ["DB_PASSWORD"] == "..."`, `[[ $API_TOKEN
-== "..." ]]`) goes only when it looks random (upper and lower case letters and digits, a
-digit before a letter) or is a vendor token: tokenizer, lexer and test code compares such
-names with literals far more often than code hard-codes a secret, so `token ==
-"#include"`, `next_token == "Paris123"`, `token == "127.0.0.1"` and `mode == "password"`
-stay.
+whole). A YAML block scalar (`password: |`, `client_secret: >-`, also after an anchor or a
+standard tag: `&pw |`, `!!str |`) is judged over the lines indented under its key: a
+literal block (`|`) line by line, a one-word line going as a value would and a line with
+blanks (prose, `key: value` config) staying; a folded block (`>`) of several one-word lines
+as one value, its words joined by blanks as YAML folds them, judged as a quoted phrase
+would be. An Ansible `!vault |` is encrypted and stays. A quoted literal that a
+secret-named name is compared with (`==`, `===`, `!=`: `os.environ["DB_PASSWORD"] ==
+"..."`, `[[ $API_TOKEN == "..." ]]`) goes only when it looks random (upper and lower case
+letters and digits, a digit before a letter) or is a vendor token: tokenizer, lexer and test
+code compares such names with literals far more often than code hard-codes a secret, so
+`token == "#include"`, `next_token == "Paris123"`, `token == "127.0.0.1"` and `mode ==
+"password"` stay.
 
 Where a value ends. An unquoted value ends with its shell word: at whitespace, a quote
 or `, ( ) { } [ ] < > |`. A "&" inside stays in it (`password=Tr0ub4dor&3`) unless it
@@ -2233,8 +2236,11 @@ _COLON = re.compile(
     + r"[ \t]*(?:\\{3}|\\)?[\"']?(?P<scheme>[A-Za-z]+)[ \t]+(?P<cred>[A-Za-z0-9._~+/-]{8,}=*)"
     r"|"
     + _names_end(_COLON_NAMES, _COLON_CLOSERS, ":")
-    # A YAML block scalar (`password: |`, `client_secret: >-`): its lines follow (`_block_spans`).
-    + r"(?:[ \t]*(?P<block>[|>][1-9+-]{0,2})(?=[ \t]*(?:#[^\r\n\\\"]*)?(?:\r?\n|\\+[rn]))|"
+    # A YAML block scalar (`password: |`, `client_secret: >-`), maybe after an anchor or a
+    # standard tag (`&pw |`, `!!str |`; not `!vault |`, an encrypted Ansible value): its lines
+    # follow (`_block_spans`).
+    + r"(?:[ \t]*(?:(?:&[^\s:,\[\]{}\\\"']+|!![A-Za-z]+)[ \t]+){0,2}(?P<block>[|>][1-9+-]{0,2})"
+    + r"(?=[ \t]*(?:#[^\r\n\\\"]*)?(?:\r?\n|\\+[rn]))|"
     # Atomic: once `name: Type =` is seen, its value is the one after "=", even when
     # that value is rejected, so a second redaction decides as the first did. The "=" of a
     # type annotation has a space before it or a quoted word after it (`str="..."`, a
@@ -2287,36 +2293,69 @@ def _colon_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 
 
 # A YAML block scalar after a secret-named key: `password: |`, `client_secret: >-`, `token: |2`,
-# its lines indented more than the key's (raw or JSON-escaped line breaks). Each line is judged
-# as an unquoted value (`_literal_span`): a one-word line that is no reference (`hunter2Zq9`, a
-# PEM's base64) goes; a template (`${PW}`, `{{ .Values.pw }}`), a line with blanks (prose, a
-# YAML `key: value`, a PEM's BEGIN line), a YAML key (`data:`), punctuation alone (`},`) or a
-# line holding a quote or an escape stays. Only a key that starts its line (after blanks and a
-# sequence's "- ", or a string's opening quote) opens a block, and the lines after it are read
-# up to `_MAX_VALUE` characters.
+# `password: &pw !!str |`, its lines indented more than the key's (raw or JSON-escaped line
+# breaks). Each line of a literal block (`|`) is judged as an unquoted value (`_literal_span`):
+# a one-word line that is no reference (`hunter2Zq9`, a PEM's base64) goes; a template (`${PW}`,
+# `{{ .Values.pw }}`), a line with blanks (prose, a YAML `key: value`, a PEM's BEGIN line), a
+# YAML key (`data:`), punctuation alone (`},`) or a line holding a quote or an escape stays. A
+# folded block (`>`) is one value, its lines joined by blanks: one of several one-word lines goes
+# whole where a quoted value of their words would (a passphrase goes, a label stays); otherwise,
+# and where it has one line or a line with blanks, its lines are judged as a literal block's.
+# Only a key that starts its line (after blanks and a sequence's "- ", or at the start of a
+# string) opens a block. A block ends at a line indented no more than its key, at a line that
+# opens a block itself (`_BLOCK_OPENER`; if that one is a secret's, it is judged on its own) or
+# after `_MAX_VALUE` characters, so that each line is read by one block at most, however the
+# keys before it are indented or quoted.
 _BLOCK_HEAD = re.compile(r"[ \t]*(?:#[^\r\n\\\"]*)?(?:\r?\n|\\+r\\+n|\\+n)")
 _BLOCK_LINE = re.compile(r"(?P<indent> *)(?P<line>(?:[^\r\n\\\"]|\\+[^\\rn\"\r\n])*)")
+_BLOCK_OPENER = re.compile(r":[ \t]*(?:(?:&[^\s:]+|!!?[A-Za-z]+)[ \t]+)*[|>][1-9+-]{0,2}(?:[ \t]+#.*)?\Z")
+# Where a string can open (blanks aside): a JSON value's or item's, an argument's, an assignment's,
+# or at the start of a string whose text is a JSON string (`"\"password: |\\n ..."`).
+_STRING_OPENS_AFTER = frozenset(':[,{(="')
 
 
-def _before_blanks(text: str, start: int, end: int) -> int:
-    """Where the blanks (JSON-escaped tabs too) that end text[start:end] start."""
+def _escape_width(text: str, brk_end: int) -> int:
+    """How many backslashes the line break that ends at brk_end is escaped with: 0 for a raw
+    newline, 1 in a JSON string (`\\n`), 2 in a JSON string inside one (`\\\\n`), ..."""
+    if text[brk_end - 1] != "n" or text[brk_end - 2 : brk_end - 1] != "\\":
+        return 0
+    return brk_end - 1 - _back_over(text, brk_end - 1, "\\")
+
+
+def _before_blanks(text: str, start: int, end: int, width: int) -> int:
+    """Where the blanks that end text[start:end] start: spaces, tabs and tabs written as an
+    escape `width` backslashes wide (`_escape_width`; none in raw text, where a backslash is
+    itself). Escaped backslashes before a tab's escape (2 * `width` backslashes each) stay in
+    the value: in a JSON string `\\\\t` is a backslash and a "t", and `\\\\\\t` a backslash
+    and a tab."""
     while end > start:
         if text[end - 1] in " \t":
             end -= 1
-        elif text[end - 1] == "t" and text[end - 2] == "\\":
-            end = max(start, _back_over(text, end - 1, "\\"))
-        else:
-            break
+            continue
+        if width and text[end - 1] == "t":
+            run_start = max(start, _back_over(text, end - 1, "\\"))
+            if (end - 1 - run_start) % (2 * width) == width:
+                end -= width + 1
+                continue
+        break
     return end
 
 
 def _key_column(text: str, key_start: int) -> int | None:
-    """The column of a key that starts a YAML line at key_start (blanks and "- " before it, after a
-    line break, the start of the text or a string's opening quote), or None."""
+    """The column of a key that starts a YAML line at key_start (blanks and "- " before it, after
+    a line break or the start of the text), or None. A string's opening quote (maybe JSON-escaped)
+    starts a line too where a string can open: at the start of the text or after one of
+    `_STRING_OPENS_AFTER` (`{"content": "password: |\\n  ..."}`); a quote elsewhere closes a
+    string or is text (`  'token: |`)."""
     line_start = _back_over(text, key_start, " -")
     before = text[line_start - 1 : line_start]
-    if before and before not in "\r\n\"'" and not (before == "n" and text[line_start - 2] == "\\"):
+    if not before or before in "\r\n" or (before == "n" and text[line_start - 2 : line_start - 1] == "\\"):
+        return key_start - line_start
+    if before not in "\"'":
         return None  # `text before password: |`, `{password: |`
+    opening = _back_over(text, _back_over(text, line_start - 1, "\\"), " \t")
+    if opening > 0 and text[opening - 1] not in _STRING_OPENS_AFTER:
+        return None
     return key_start - line_start
 
 
@@ -2342,22 +2381,34 @@ def _block_spans(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     head = _BLOCK_HEAD.match(text, m.end())
     if column is None or head is None:
         return _NONE
-    spans: list[Span] = []
+    width = _escape_width(text, head.end())
+    lines: list[tuple[int, int]] = []  # the block's lines that are not blank
     pos, limit = head.end(), min(len(text), head.end() + _MAX_VALUE)
     while pos < limit:
         line = _BLOCK_LINE.match(text, pos, limit)
         assert line is not None
         start = line.start("line")
-        value = text[start : _before_blanks(text, start, line.end("line"))]
-        if value and len(line.group("indent")) <= column:
-            break  # a line indented no more than the key ends the block
-        if value and _may_be_block_secret(value):
-            spans += _literal_span(text, start, start + len(value), found[1], quoted=False)
+        value_end = _before_blanks(text, start, line.end("line"), width)
+        if value_end > start:
+            if len(line.group("indent")) <= column or _BLOCK_OPENER.search(text, start, value_end):
+                break  # a line indented no more than the key, or one that opens a block, ends it
+            lines.append((start, value_end))
         brk = _LINE_BREAK.match(text, line.end())
         if brk is None:
             break  # the end of the text or of a JSON string
         pos = brk.end()
-    return tuple(spans)
+    kind = found[1]
+    words = [text[start:value_end] for start, value_end in lines]
+    if m.group("block")[0] == ">" and len(words) > 1 and all(map(_may_be_block_secret, words)):
+        joined = " ".join(words)  # a folded block's value
+        if not _is_reference(joined) or _is_passphrase(joined):
+            return tuple((start, value_end, kind) for start, value_end in lines)
+    return tuple(
+        span
+        for (start, value_end), value in zip(lines, words, strict=True)
+        if _may_be_block_secret(value)
+        for span in _literal_span(text, start, value_end, kind, quoted=False)
+    )
 
 
 # --- Pass ",": a quoted secret-named string, ",", then a quoted literal -----------------
