@@ -2757,6 +2757,9 @@ def _attribute_name_at(text: str, end: int) -> tuple[int, str] | None:
 # JavaScript or Ruby object with bare keys (`{ kty: 'EC', d: '...' }`, jose's examples).
 _JWK = re.compile(r"kty(?=\\{0,3}\"[ \t]*:|'[ \t]*:|(?<![\w$]kty)[ \t]*:)")
 _JWK_MEMBER = r"(?:d|p|q|dp|dq|qi|k)"
+# A member with a quoted name (`"d": "..."`, `'d': '...'`): its value in group "v", quoted alike
+# ("q"); one with a bare name (`d: '...'`, a JavaScript or Ruby object): its value in group "bv",
+# quoted by "bq", not glued to a longer name (`id:`, `.d:`) nor to a quote.
 _JWK_PRIVATE = re.compile(
     rf"(?P<q>(?:\\{{3}}|\\)?\"|')(?:{_JWK_MEMBER})(?P=q)[ \t]*:[ \t]*(?P=q)(?P<v>[A-Za-z0-9_-]{{16,}})(?P=q)"
     rf"|(?<![\w$.\\'\"]){_JWK_MEMBER}[ \t]*:[ \t]*(?P<bq>(?:\\{{3}}|\\)?\"|['`])"
@@ -2773,11 +2776,11 @@ def _jwk_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
         return _NONE  # not in an object, or its first "kty" has scanned it already
     brace = _BRACE.search(text, m.end(), m.end() + 16384)  # a JWK holds no object: stop at the next brace
     end = min(len(text), m.end() + 16384) if brace is None else brace.start()  # a key cut short
-    return tuple(
-        (p.start(group), p.end(group), "private_key")
-        for p in _JWK_PRIVATE.finditer(text, start, end)
-        for group in ("v" if p.group("v") is not None else "bv",)
-    )
+    spans: list[Span] = []
+    for p in _JWK_PRIVATE.finditer(text, start, end):
+        group = "v" if p.group("v") is not None else "bv"
+        spans.append((p.start(group), p.end(group), "private_key"))
+    return tuple(spans)
 
 
 _LINE_BREAK = re.compile(r"\r?\n|\\+r\\+n|\\+n")
