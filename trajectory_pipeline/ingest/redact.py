@@ -508,7 +508,9 @@ _DIGIT_LETTER = re.compile(r"[0-9][A-Za-z]")
 def _random_name(name: str) -> bool:
     """True for a name that no one would choose: a digit inside mixed-case letters
     (`xK9mQ2`, `Zq8wLm3N`) or a case switch every third letter (`xKqmQvLp`); `DB_PASS2`,
-    `dbPassword`, `getElementById`, `tmp.3f2a` are names."""
+    `dbPassword`, `tmp.3f2a` are names. Short camel-case words switch as often
+    (`getElementById` counts as random): where this is asked, after "$" and of a path's only
+    segment, such a name is rare, and a literal is the safer reading."""
     if _looks_random(name) and _DIGIT_LETTER.search(name):
         return True
     switches = sum(
