@@ -379,6 +379,9 @@ PLANTED: list[tuple[str, str, str]] = [
     ("secret", '[[ $API_TOKEN == "' + fake(12, "Bs5Hv") + '" ]] && echo ok', fake(12, "Bs5Hv")),
     ("secret", "if token != '" + fake(12, "Nq3Ye") + "': abort(401)", fake(12, "Nq3Ye")),
     ("secret", 'if os.getenv("API_TOKEN") != "' + fake(12, "Gv6Lc") + '":', fake(12, "Gv6Lc")),
+    # One case only, as long as a key: 32 hex digits, 20 letters and digits.
+    ("secret", 'if api_key == "' + fake(32, "4f9a8b7c6d5e") + '":', fake(32, "4f9a8b7c6d5e")),
+    ("secret", "assert token != '" + fake(20, "a8f3k2m9x7q1") + "'", fake(20, "a8f3k2m9x7q1")),
     ("password", "define( 'DB_PASSWORD', '" + fake(12, "Zx9kL") + "' );", fake(12, "Zx9kL")),
     ("secret", 'api_key = os.getenv("OPENAI_API_KEY", "' + fake(14, "Lm2pQ") + '")', fake(14, "Lm2pQ")),
     ("secret", '"args": ["-y", "server", "--access-token", "' + fake(20, "Tk4Wq") + '"]', fake(20, "Tk4Wq")),
@@ -452,6 +455,19 @@ PLANTED: list[tuple[str, str, str]] = [
         'curl -H "X-Trace: a && b" -u admin:' + fake(12, "Qh3cU6") + " https://x",
         fake(12, "Qh3cU6"),
     ),
+    # A quoted program, an "&" inside a word, a quote glued to a flag: the plain reading's command.
+    (
+        "password",
+        'subprocess.run(["mysql", "-u", "root", "-p' + fake(12, "Av3gR7") + '"])',
+        fake(12, "Av3gR7"),
+    ),
+    (
+        "password",
+        '"C:\\Program Files\\MySQL\\bin\\mysql" -u root -p' + fake(12, "Wq4pF8"),
+        fake(12, "Wq4pF8"),
+    ),
+    ("password", "curl https://x/?a=1&b=2 -u admin:" + fake(12, "Ua7mP2"), fake(12, "Ua7mP2")),
+    ("password", "curl -H'X: a;b' -u admin:" + fake(12, "Gh5qL3") + " https://x", fake(12, "Gh5qL3")),
     (
         "password",
         'PS C:\\> "' + fake(12, "Pr9mT4") + '" | ConvertTo-SecureString -AsPlainText -Force',
@@ -515,6 +531,13 @@ PLANTED: list[tuple[str, str, str]] = [
         fake(12, "Hb8Qw2"),
     ),
     ("secret", "<entry key='api.token'>" + fake(20, "Et4Kp9") + "</entry>", fake(20, "Et4Kp9")),
+    # The text on a line of its own, as a pretty-printed file has it.
+    ("password", "<password>\n  " + fake(12, "Ln4wQ8") + "\n</password>", fake(12, "Ln4wQ8")),
+    (
+        "password",
+        '<entry key="jdbc.password">\r\n\t' + fake(12, "Cr6nT2") + "\r\n</entry>",
+        fake(12, "Cr6nT2"),
+    ),
     # A namespace prefix on the name: Azure AD's web.config.
     (
         "secret",
@@ -694,6 +717,7 @@ NEAR_MISSES = [
     '<property name="hibernate.connection.username">sa</property>',
     '<add key="ida:ClientId" value="6f0e3a52-1b2c-4d5e-8f90-a1b2c3d4e5f6" />',
     '<property name="db.password">${DB_PASSWORD}</property>',
+    "<password>\n    ${env.DB_PASSWORD}\n</password>",
     '<textarea name="password">Type it here</textarea>',
     '<label for="password">Password</label>',
     '<option value="token">Personal access token</option>',
@@ -737,6 +761,8 @@ NEAR_MISSES = [
     'assert token == "v1.2.3-beta4"',
     'if token == "127.0.0.1":',
     'if token == "localhost:8080":',
+    'if token == "paris1234567890123456":',
+    'assert token == "verylongidentifiername1"',
     "password=None",
     "def connect(password: str | None = None, token: str = '') -> None:",
     "token = get_token()",

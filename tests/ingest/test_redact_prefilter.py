@@ -222,6 +222,7 @@ ADVERSARIAL: list[tuple[str, str]] = [
     ("</", "</key>\\n\u2003\r\n<string>é</string>"),
     ("</", 'name=\\\\\\"a.pa\u017fsword\\\\\\">é</'),
     ("</", "key='TO\u212aEN'> <![CDATA[x]]></"),
+    ("</", "<pa\u017fsword>\r\n\t é\n </"),
     ("kty", 'kty\\\\\\" :'),
     ("kty", "{'kty'\t:"),
     ("kty", "{kty :"),

@@ -1335,6 +1335,9 @@ def _outside(quoted: list[int], i: int) -> bool:
     return bisect.bisect_right(quoted, i) % 2 == 0
 
 
+_PLAIN_BREAKS = ("&&", "||", "$(", "`")
+
+
 def _command_before(text: str, i: int) -> tuple[str, int] | None:
     """The nearest known command word before text[i] in its command, and its end."""
     start, quoted = _command_start(text, i)
@@ -1345,6 +1348,29 @@ def _command_before(text: str, i: int) -> tuple[str, int] | None:
     return None if last is None else (last.group("cmd"), last.end())
 
 
+def _commands_before(text: str, i: int) -> Iterator[tuple[str, int]]:
+    """The command a flag at text[i] belongs to, read with quotes (`_command_before`) and
+    plainly: the nearest command word after the last line break, `&&`, `||`, `$(` or
+    backquote, quoted or not. A quoted program (`["mysql", "-pX"]`, `"C:\\Program
+    Files\\...\\mysql" -pX`), an "&" inside a word (`curl https://x/?a=1&b=2 -u ...`) or a
+    quote glued to a flag (`-H'X: a;b'`) hides the command from the first reading; a
+    quoted `&&` (`-H "X: a && b"`) from the second. A credential is taken if either
+    command takes one; the plain reading is made only when the first one's command does not."""
+    command = _command_before(text, i)
+    if command is not None:
+        yield command
+    lo = max(0, i - 1024)
+    for brk in (*_LINE_BREAKS, *_PLAIN_BREAKS):
+        at = text.rfind(brk, lo, i)
+        if at != -1:
+            lo = at + len(brk)
+    last = None
+    for last in _COMMAND_WORD.finditer(text, lo, i):  # noqa: B007
+        pass
+    if last is not None and (plain := (last.group("cmd"), last.end())) != command:
+        yield plain
+
+
 def _credential_flag_form(text: str, i: int, flag: str, glued: bool) -> tuple[str, int | None] | None:
     """What the value of `flag` (its "-" at text[i]; "-user" for --user) is, given its
     command, and where a value glued to a one-letter flag starts when the regex read a
@@ -1352,19 +1378,16 @@ def _credential_flag_form(text: str, i: int, flag: str, glued: bool) -> tuple[st
     take a credential with this flag."""
     if flag.endswith(("-value", "-string")):
         return "token", None
-    found = _command_before(text, i)
-    if found is None:
-        return None
-    command, command_end = found
-    subcommand = _SUBCOMMANDS.get(command)
-    if subcommand is not None and subcommand.match(text, command_end, i) is None:
-        return None
-    flags = _CREDENTIAL_FLAGS.get(command, {})
-    form = flags.get((flag, glued))
-    if form is not None:
-        return form, None
-    if glued and len(flag) > 1 and (form := flags.get((flag[0], True))) is not None:
-        return form, i + 2
+    for command, command_end in _commands_before(text, i):
+        subcommand = _SUBCOMMANDS.get(command)
+        if subcommand is not None and subcommand.match(text, command_end, i) is None:
+            continue
+        flags = _CREDENTIAL_FLAGS.get(command, {})
+        form = flags.get((flag, glued))
+        if form is not None:
+            return form, None
+        if glued and len(flag) > 1 and (form := flags.get((flag[0], True))) is not None:
+            return form, i + 2
     return None
 
 
@@ -1474,7 +1497,9 @@ def _dash_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
             return _credential_flag_span(text, m, "-" + m.group("flag"), "l")
         found = _keyword_at(text, m.end("flag"))
         if found is None:
-            if m.group("flag") == "pass" and (_command_before(text, m.start()) or ("",))[0] == "redis-cli":
+            if m.group("flag") == "pass" and any(
+                c == "redis-cli" for c, _ in _commands_before(text, m.start())
+            ):
                 return _value_span(text, m, "password", "pass")  # redis-cli --pass SECRET
             return _NONE
         return _value_span(text, m, found[1], m.group("flag"))
@@ -2128,11 +2153,22 @@ def _compared_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     return _judged_span(text, start, end, found[0], found[1], quoted=True)
 
 
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+
+
 def _random_literal(value: str) -> bool:
     """True for a literal no one would write as a name or as test data: upper and lower case
     letters and digits, a digit followed by a letter (`hunter2Zq9xW3vB7`, `Cm4PqCm4Pq`, not
-    `Paris123`, `Identifier1`, `2024-01-01T00:00:00Z`)."""
-    return _looks_random(value) and _DIGIT_LETTER.search(value) is not None
+    `Paris123`, `Identifier1`, `2024-01-01T00:00:00Z`); or one case only, when as long as a
+    key is: 32 hex digits and more (an API key, `4f9a8b7c…`), or 20 letters and digits with a
+    digit before a letter."""
+    if _DIGIT_LETTER.search(value) is None:
+        return False
+    if _looks_random(value):
+        return True
+    if len(value) >= 32 and all(c in _HEX_DIGITS for c in value):
+        return True
+    return len(value) >= 20 and value.isascii() and value.isalnum()
 
 
 _ARN_SECRET = re.compile(r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]*:[0-9]{12}:secret\Z")
@@ -2638,7 +2674,7 @@ def _secure_string_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 # element whose last attribute names it, `key=` or `name=` as before `value=` (Hibernate's
 # `<property name="hibernate.connection.password">...</property>`, Java's properties XML
 # `<entry key="jdbc.password">...</entry>`).
-_XML_TEXT = r"(?P<xv>[^<\r\n\"]{1,4096}+)"
+_XML_TEXT = r"(?:\r?\n[ \t]*)?(?P<xv>[^<\r\n\"]{1,4096}+)(?:\r?\n[ \t]*)?"  # maybe a line of its own
 _XML_CDATA = r"[ \t]*<!\[CDATA\[(?P<cv>(?:[^\]\r\n\"]|\](?!\]>)){1,4096}+)\]\]>[ \t]*"
 _PLIST_STRING = r"(?<=</key>)(?>" + _GAP + r")<string>(?P<pv>[^<\r\n\"]{1,4096}+)</string>"
 _NAMING_QUOTES = ('"', "'", '\\"', '\\\\\\"')
@@ -2690,6 +2726,7 @@ def _plist_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 
 
 _PROSE_PUNCTUATION = re.compile(r"[,.;:!?][ \t]")
+_ESCAPED_BLANK = re.compile(r"(?:[ \t]|\\+[nrt])+")
 
 
 def _element_text_span(
@@ -2700,12 +2737,20 @@ def _element_text_span(
     it here</textarea>` is a form's prose). Text set off by blanks and holding a clause's
     punctuation is prose that names the tags (`the <password> element, and </password>
     closes it`); a value's own punctuation is kept in (`<password>Tr0ub4dor! 3xZ</password>`)."""
-    raw_start, raw_end = start, end
-    while start < end and text[start] in " \t":
-        start += 1
-    while end > start and text[end - 1] in " \t":
-        end -= 1
-    if (start != raw_start or end != raw_end) and _PROSE_PUNCTUATION.search(text, start, end):
+    set_off = text[start] in " \t" or text[end - 1] in " \t"
+    while start < end:  # blanks, and a JSON string's line breaks and tabs (a line of its own)
+        escape = _ESCAPED_BLANK.match(text, start, end)
+        if escape is None:
+            break
+        start = escape.end()
+    while end > start:
+        if text[end - 1] in " \t":
+            end -= 1
+        elif text[end - 1] in "nrt" and (backslash := _back_over(text, end - 1, "\\")) < end - 1:
+            end = max(backslash, start)
+        else:
+            break
+    if set_off and _PROSE_PUNCTUATION.search(text, start, end):
         return _NONE
     return _literal_span(text, start, end, kind, quoted=not words_are_prose)
 
@@ -3108,7 +3153,7 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
         _XML_ELEMENT: (
             "(?:"
             + "|".join(caseless(k) for k in _KEYWORDS)
-            + r")(?:\\{0,3}\x22|')?>(?:[^<\r\n]+</|[ \t]*<!\[CDATA\[)",
+            + r")(?:\\{0,3}\x22|')?>(?:(?:\r?\n[ \t]*)?[^<\r\n]+(?:\r?\n[ \t]*)?</|[ \t]*<!\[CDATA\[)",
             r"</key>[^<]*<string>",
         ),
         _XML_ATTRIBUTE: (rf"[{_letters(_KEYWORDS, -1)}\\\\][\x22'] value=", r"  value="),
