@@ -1185,7 +1185,7 @@ def _jwt_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 # Credential flags belong to the command that takes them: `-u user:password` to curl, not
 # to `date -u +%H:%M` or `docker run -u 1000:1000`; `-pSECRET` to mysql, not to
 # `mkdir -p` or `find -print`. The command is the nearest known command word before the
-# flag on its line (`_command_before`): (flag, value glued to it) -> what the value is.
+# flag on its line (`_commands_before`): (flag, value glued to it) -> what the value is.
 _CredentialFlags = dict[tuple[str, bool], str]
 _MYSQL_FLAGS: _CredentialFlags = {("p", True): "password"}  # -pSECRET; `-p secret` prompts
 _CURL_FLAGS: _CredentialFlags = {
@@ -1311,14 +1311,21 @@ _CREDENTIAL_FLAG = (
 )
 
 
-def _command_start(text: str, i: int, reach: int = 1024) -> tuple[int, list[int]]:
-    """Where the command that goes on at text[i] starts (`reach` characters back at most), and
-    the bounds of the quoted stretches between, flat (start, end, start, end, ...)."""
+def _after_last(text: str, i: int, breaks: tuple[str, ...], reach: int) -> int:
+    """Where the text after the last of `breaks` before text[i] starts (`reach` characters
+    back at most)."""
     lo = max(0, i - reach)
-    for brk in _LINE_BREAKS:
+    for brk in breaks:
         found = text.rfind(brk, lo, i)
         if found != -1:
             lo = found + len(brk)
+    return lo
+
+
+def _command_start(text: str, i: int, reach: int = 1024) -> tuple[int, list[int]]:
+    """Where the command that goes on at text[i] starts (`reach` characters back at most), and
+    the bounds of the quoted stretches between, flat (start, end, start, end, ...)."""
+    lo = _after_last(text, i, _LINE_BREAKS, reach)
     quoted: list[int] = []
     for m in _COMMAND_BREAK.finditer(text, lo, i):
         token = m.group()
@@ -1335,12 +1342,11 @@ def _outside(quoted: list[int], i: int) -> bool:
     return bisect.bisect_right(quoted, i) % 2 == 0
 
 
-_PLAIN_BREAKS = ("&&", "||", "$(", "`")
+_PLAIN_BREAKS = (*_LINE_BREAKS, "&&", "||", "$(", "`")
 
 
-def _command_before(text: str, i: int) -> tuple[str, int] | None:
-    """The nearest known command word before text[i] in its command, and its end."""
-    start, quoted = _command_start(text, i)
+def _last_command(text: str, start: int, i: int, quoted: list[int]) -> tuple[str, int] | None:
+    """The last known command word in text[start:i] outside the `quoted` stretches, and its end."""
     last = None
     for word in _COMMAND_WORD.finditer(text, start, i):
         if _outside(quoted, word.start()):
@@ -1349,25 +1355,19 @@ def _command_before(text: str, i: int) -> tuple[str, int] | None:
 
 
 def _commands_before(text: str, i: int) -> Iterator[tuple[str, int]]:
-    """The command a flag at text[i] belongs to, read with quotes (`_command_before`) and
-    plainly: the nearest command word after the last line break, `&&`, `||`, `$(` or
+    """The command a flag at text[i] belongs to, and its end: read with quotes (`_command_start`)
+    and plainly, the nearest command word after the last line break, `&&`, `||`, `$(` or
     backquote, quoted or not. A quoted program (`["mysql", "-pX"]`, `"C:\\Program
     Files\\...\\mysql" -pX`), an "&" inside a word (`curl https://x/?a=1&b=2 -u ...`) or a
     quote glued to a flag (`-H'X: a;b'`) hides the command from the first reading; a
     quoted `&&` (`-H "X: a && b"`) from the second. A credential is taken if either
     command takes one; the plain reading is made only when the first one's command does not."""
-    command = _command_before(text, i)
+    start, quoted = _command_start(text, i)
+    command = _last_command(text, start, i, quoted)
     if command is not None:
         yield command
-    lo = max(0, i - 1024)
-    for brk in (*_LINE_BREAKS, *_PLAIN_BREAKS):
-        at = text.rfind(brk, lo, i)
-        if at != -1:
-            lo = at + len(brk)
-    last = None
-    for last in _COMMAND_WORD.finditer(text, lo, i):  # noqa: B007
-        pass
-    if last is not None and (plain := (last.group("cmd"), last.end())) != command:
+    plain = _last_command(text, _after_last(text, i, _PLAIN_BREAKS, 1024), i, [])
+    if plain is not None and plain != command:
         yield plain
 
 
@@ -2704,7 +2704,7 @@ def _xml_element_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     found = _keyword_at(text, m.start())
     if found is None:
         return _NONE
-    return _element_text_span(text, *m.span("xv" if m.group("xv") is not None else "cv"), found[1])
+    return _element_text_span(text, *_element_text_bounds(m), found[1])
 
 
 def _named_element_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
@@ -2712,8 +2712,12 @@ def _named_element_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     found = _attribute_name_at(text, _back_over(text, m.start() - 1, "\\"))
     if found is None:
         return _NONE
-    start, end = m.span("xv" if m.group("xv") is not None else "cv")
-    return _element_text_span(text, start, end, found[1], words_are_prose=True)
+    return _element_text_span(text, *_element_text_bounds(m), found[1], words_are_prose=True)
+
+
+def _element_text_bounds(m: re.Match[str]) -> tuple[int, int]:
+    """The span of an element's text, or of its CDATA section's content."""
+    return m.span("xv" if m.group("xv") is not None else "cv")
 
 
 def _plist_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
@@ -2738,10 +2742,8 @@ def _element_text_span(
     punctuation is prose that names the tags (`the <password> element, and </password>
     closes it`); a value's own punctuation is kept in (`<password>Tr0ub4dor! 3xZ</password>`)."""
     set_off = text[start] in " \t" or text[end - 1] in " \t"
-    while start < end:  # blanks, and a JSON string's line breaks and tabs (a line of its own)
-        escape = _ESCAPED_BLANK.match(text, start, end)
-        if escape is None:
-            break
+    escape = _ESCAPED_BLANK.match(text, start, end)  # a JSON string's line breaks and tabs too
+    if escape is not None:
         start = escape.end()
     while end > start:
         if text[end - 1] in " \t":
