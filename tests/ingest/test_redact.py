@@ -1255,6 +1255,9 @@ def test_a_pem_block_glued_to_what_precedes_it_is_found_in_one_pass(before: str)
         ("-----BEGIN RSA " + "PRIVATE KEY-----'aaaa'") * 1_500 + "-----END RSA " + "PRIVATE KEY-----",
         "token==" * 10_000,  # each comparison scanned an unquoted value of 4,096 characters
         "API_TOKEN!=" * 6_000,
+        # every "=" looked 4,096 characters ahead over a word its value is cut from
+        "e.token=t;" * 10_000,  # a minified script
+        "x&token=abc" * 9_000,  # a long query string
     ],
     ids=[
         "env-entry-blanks",
@@ -1267,6 +1270,8 @@ def test_a_pem_block_glued_to_what_precedes_it_is_found_in_one_pass(before: str)
         "pem-headers-one-end",
         "comparisons-equal",
         "comparisons-not-equal",
+        "minified-assignments",
+        "query-parameters",
     ],
 )
 def test_pathological_texts_redact_in_linear_time(text: str) -> None:

@@ -358,17 +358,22 @@ def _quoted(p: str = "") -> str:
 
 
 # An unquoted value is a shell word: it stops at whitespace, a quote and , ( ) { } [ ] < > |.
-# A "&" belongs to it (`Tr0ub4dor&3`) unless it separates commands: `&&`, `&` before a
-# space, a stop or the end (`password=x&&ls`); `_word_end` also cuts it before a query
-# parameter or an entity (`?password=x&next=/`, `x&amp;`). A ";" inside it (`Xk9;mP2`)
-# belongs to it too, unless `_word_end` sees a command or a `key=` after it (`pw=x;ls`,
-# `Password=x;Database=y`). A backslash escape belongs to it (`ab\cd`, `p\;w`,
-# `\u0041`, JSON's `\\` for one backslash, at any depth) unless it is a JSON newline,
-# tab or quote, which ends the word as it ends a JSON string's line. Nor does it run into a PEM block
-# glued after it (`-u user:pass@host-----BEGIN ...`): the block's own pass must see its header.
+# A "&" belongs to it (`Tr0ub4dor&3`) unless it separates commands (`&&`, `&` before a
+# space, a stop or the end: `password=x&&ls`) or starts a query parameter or an entity
+# (`?password=x&next=/`, `x&amp;`). A ";" inside it (`Xk9;mP2`) belongs to it too, unless a
+# `key=` follows (`Password=x;Database=y`) or, as `_word_end` sees, a command (`pw=x;ls`).
+# The word stops before the next `key=` in the regex itself, so that a pass's lookahead
+# over a value ends where the value does: a minified script's `e.token=t;e.token=t;...` or
+# a long query string would otherwise have every "=" look `_MAX_VALUE` characters ahead.
+# A backslash escape belongs to it (`ab\cd`, `p\;w`, `\u0041`, JSON's `\\` for one
+# backslash, at any depth) unless it is a JSON newline, tab or quote, which ends the word
+# as it ends a JSON string's line. Nor does it run into a PEM block glued after it
+# (`-u user:pass@host-----BEGIN ...`): the block's own pass must see its header.
 _STOP = r"\s\"'`\\,;(){}\[\]<>|"
+_KEY_AHEAD = r"[A-Za-z_][\w.-]*="
 _WORD_CHAR = (
-    rf"(?:(?!-----BEGIN )[^{_STOP}&]|&(?=[^{_STOP}&])|;(?=[^{_STOP}&])"
+    rf"(?:(?!-----BEGIN )[^{_STOP}&]|&(?=[^{_STOP}&])(?!{_KEY_AHEAD}|#?[A-Za-z0-9]+;)"
+    rf"|;(?=[^{_STOP}&])(?!{_KEY_AHEAD})"
     r"|\\u[0-9A-Fa-f]{4}|(?:\\\\)+(?=[^\s\"'`\\nrtbfu])|\\[^\s\"'`\\nrtbfu])"
 )
 
@@ -618,11 +623,6 @@ def _is_passphrase(value: str) -> bool:
     return not any(w in _LABEL_WORDS or w.removesuffix("s") in _LABEL_WORDS for w in words)
 
 
-# A "&" inside an unquoted value that starts a query parameter or an entity:
-# `?password=x&next=/`, `x&amp;` (the ";" of an entity is just past the value).
-_AMP_CUT = re.compile(r"&(?:[A-Za-z_][\w.-]*=|#?[A-Za-z0-9]+;)")
-
-
 def _back_over(text: str, end: int, chars: str | frozenset[str]) -> int:
     """Where the run of `chars` that ends at `end` starts (`end` when none does)."""
     while end > 0 and text[end - 1] in chars:
@@ -721,7 +721,7 @@ def _closing_quote(text: str, q: str, start: int, end: int) -> int:
 # What follows a ";" inside an unquoted value when the ";" ends it: a `key=` (the next
 # pair of a connection string) or a command word (`;ls`, `; cd x`); else the ";" and
 # what follows belong to the value (`Xk9;mP2`, `p4ss;word`).
-_SEMICOLON_CUT = re.compile(r"[A-Za-z_][\w.-]*=|(?P<word>[a-z][a-z0-9_.-]*)(?![^\s\"'`\\,;(){}\[\]<>|&])")
+_SEMICOLON_CUT = re.compile(_KEY_AHEAD + r"|(?P<word>[a-z][a-z0-9_.-]*)(?![^\s\"'`\\,;(){}\[\]<>|&])")
 _SHELL_WORDS = frozenset(
     (
         *("cd", "echo", "exit", "export", "set", "unset", "source", "true", "false", "sleep", "exec"),
@@ -740,14 +740,8 @@ def _ends_with_semicolon(text: str, i: int, end: int) -> bool:
 
 
 def _word_end(text: str, start: int, end: int) -> int:
-    """The end of the unquoted value text[start:end]: before a query "&", a ";" that
-    separates commands or pairs, and trailing dots."""
-    amp = text.find("&", start, end)
-    while amp != -1:
-        if _AMP_CUT.match(text, amp):
-            end = amp
-            break
-        amp = text.find("&", amp + 1, end)
+    """The end of the unquoted value text[start:end]: before a ";" that separates commands
+    (or pairs, where the regex's word reached its limit first) and trailing dots."""
     semicolon = text.find(";", start, end)
     while semicolon != -1:
         if _ends_with_semicolon(text, semicolon + 1, end):
