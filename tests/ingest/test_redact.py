@@ -550,6 +550,35 @@ PLANTED: list[tuple[str, str, str]] = [
         fake(14, "Pl3iS7"),
     ),
     ("secret", "<key>api_token</key><string>" + fake(20, "Tk2pL9") + "</string>", fake(20, "Tk2pL9")),
+    # A secret-named element with attributes after its name: WS-Security's SOAP header, an
+    # `encrypted=` flag, `xml:space=`; raw and in a JSON string.
+    (
+        "password",
+        '<wsse:UsernameToken><wsse:Username>svc</wsse:Username><wsse:Password Type="http://docs.oasis-open.org/'
+        'wss/2004/01/oasis-200401-wss-username-token-profile-1.0#PasswordText">'
+        + fake(16, "Ws7eC2")
+        + "</wsse:Password>",
+        fake(16, "Ws7eC2"),
+    ),
+    (
+        "password",
+        json.dumps('<wsse:Password Type="...#PasswordText">' + fake(16, "Wj4sN8") + "</wsse:Password>"),
+        fake(16, "Wj4sN8"),
+    ),
+    ("password", '<password encrypted="false">' + fake(14, "Ef3lS9") + "</password>", fake(14, "Ef3lS9")),
+    (
+        "secret",
+        '<ClientSecret xml:space="preserve">\n  ' + fake(24, "Cs5pR1") + "\n</ClientSecret>",
+        fake(24, "Cs5pR1"),
+    ),
+    (
+        "secret",
+        json.dumps(json.dumps("<token type='bearer'><![CDATA[" + fake(20, "Tb6cD3") + "]]></token>")),
+        fake(20, "Tb6cD3"),
+    ),
+    # The text on a line of its own with blank lines around it.
+    ("password", "<password>\n\n    " + fake(12, "Bl4nK7") + "\n\n</password>", fake(12, "Bl4nK7")),
+    ("password", json.dumps("<password>\n    " + fake(12, "Jl8mW3") + "\n</password>"), fake(12, "Jl8mW3")),
     # .npmrc's _auth (base64 of user:password), a 40-hex GitHub token as a URL's user, WireGuard.
     (
         "npm_token",
@@ -722,6 +751,21 @@ NEAR_MISSES = [
     '<label for="password">Password</label>',
     '<option value="token">Personal access token</option>',
     '<a href="/reset-password">Reset your password</a>',
+    # Elements with attributes and attributes over several lines without a literal secret.
+    '<xs:element name="password" type="xs:string"/>',
+    "<password></password>",
+    "<password>\n  <value>${DB_PASSWORD}</value>\n</password>",
+    '<password encrypted="true">{COQLCE6DU6GtcS5P=}</password>',
+    '<wsse:Password Type="...#PasswordText">${PASSWORD}</wsse:Password>',
+    json.dumps('<wsse:Password Type="...#PasswordText">your-password-here</wsse:Password>'),
+    '<password encrypted="false">\n    ${env.DB_PASSWORD}\n</password>',
+    '<ClientSecret xml:space="preserve"></ClientSecret>',
+    '<password type="string">Enter your password</password>',
+    '<span class="token keyword">return</span>',
+    '<div class="secret">The secret is out, and it stays</div>',
+    "print('<b>')\nx = 'z'>y</token>",
+    "<password>\n    Put your real password here\n</password>",
+    json.dumps("<password>\n    The password\n    for the database\n</password>"),
     # "d" in an object that is no JSON Web Key, a public JWK.
     '{"a": 1, "d": "' + fake(43) + '"}',
     '{"kty": "RSA", "e": "AQAB", "n": "' + fake(43) + '"}',
@@ -1258,6 +1302,8 @@ def test_a_pem_block_glued_to_what_precedes_it_is_found_in_one_pass(before: str)
         # every "=" looked 4,096 characters ahead over a word its value is cut from
         "e.token=t;" * 10_000,  # a minified script
         "x&token=abc" * 9_000,  # a long query string
+        "a='b'>x " * 12_000 + "</token>",  # a quote and ">": each element's text ran over the others
+        "<password>" + "\n  " * 30_000 + "</",  # blank lines and no text
     ],
     ids=[
         "env-entry-blanks",
@@ -1272,6 +1318,8 @@ def test_a_pem_block_glued_to_what_precedes_it_is_found_in_one_pass(before: str)
         "comparisons-not-equal",
         "minified-assignments",
         "query-parameters",
+        "xml-attribute-quotes",
+        "xml-blank-lines",
     ],
 )
 def test_pathological_texts_redact_in_linear_time(text: str) -> None:

@@ -223,6 +223,11 @@ ADVERSARIAL: list[tuple[str, str]] = [
     ("</", 'name=\\\\\\"a.pa\u017fsword\\\\\\">é</'),
     ("</", "key='TO\u212aEN'> <![CDATA[x]]></"),
     ("</", "<pa\u017fsword>\r\n\t é\n </"),
+    ("</", "<pa\u017fsword>\n\n\t é\r\n\n </"),  # blank lines around the text
+    # an element with attributes: a quote before ">", a keyword ending the closing tag's name
+    ("</", '\\"x\\">é</Ns:PassWord>'),
+    ("</", "'>\n\n é \n</a.Secret_TOKEN>"),
+    ("</", '"> \t<![CDATA[é]]]>\t</wsse:Password>'),
     ("kty", 'kty\\\\\\" :'),
     ("kty", "{'kty'\t:"),
     ("kty", "{kty :"),

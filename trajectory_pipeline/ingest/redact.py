@@ -2667,17 +2667,34 @@ def _secure_string_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 # on the ">" of `</key>`, which the keyword test lets through as it ends in "key". And an
 # element whose last attribute names it, `key=` or `name=` as before `value=` (Hibernate's
 # `<property name="hibernate.connection.password">...</property>`, Java's properties XML
-# `<entry key="jdbc.password">...</entry>`).
-_XML_TEXT = r"(?:\r?\n[ \t]*)?(?P<xv>[^<\r\n\"]{1,4096}+)(?:\r?\n[ \t]*)?"  # maybe a line of its own
-_XML_CDATA = r"[ \t]*<!\[CDATA\[(?P<cv>(?:[^\]\r\n\"]|\](?!\]>)){1,4096}+)\]\]>[ \t]*"
+# `<entry key="jdbc.password">...</entry>`). And a secret-named element with attributes after
+# its name (WS-Security's `<wsse:Password Type="...#PasswordText">...</wsse:Password>`,
+# `<password encrypted="false">`, `<ClientSecret xml:space="preserve">`): it starts on the ">"
+# after the last attribute's quote and needs a secret-named closing tag; `_attributed_span`
+# finds the opening tag (the nearest "<" before, no ">" between) and checks its name. Its text
+# holds no ">", so that no match starts inside another's text (`'>x'>x...` stays linear).
+# The text may stand on a line of its own, blank lines around it (a pretty-printed file); it is
+# one line: words over several lines are prose.
+def _xml_body(p: str, stop: str) -> str:
+    """An element's text up to its closing "</", none of `stop` in it: in a CDATA section
+    (its content is group `{p}cv`) or plain (`{p}xv`), maybe on a line of its own."""
+    return (
+        rf"(?:[ \t]*<!\[CDATA\[(?P<{p}cv>(?:[^\]\r\n\"{stop}]|\](?!\]>)){{1,4096}}+)\]\]>[ \t]*"
+        rf"|(?:\r?\n[ \t]*)*+(?P<{p}xv>[^<\r\n\"{stop}]{{1,4096}}+)(?:\r?\n[ \t]*)*+)</"
+    )
+
+
+# A closing tag's name (a namespace prefix in it) that ends in a keyword: what follows its "</".
+_CLOSING_KEYWORD = "(?=[A-Za-z0-9_.:-]{1,128}+>" + _names_end(_KEYWORDS, ("",), ">") + ")"
 _PLIST_STRING = r"(?<=</key>)(?>" + _GAP + r")<string>(?P<pv>[^<\r\n\"]{1,4096}+)</string>"
 _NAMING_QUOTES = ('"', "'", '\\"', '\\\\\\"')
 _XML_ELEMENT = re.compile(
-    ">"
+    ">(?:"
     + _gate(_KEYWORDS, ("", *_NAMING_QUOTES), ">")
     + "(?:"
     + f"(?:{_names_end(_KEYWORDS, ('',), '>')}|(?P<named>{_names_end(_KEYWORDS, _NAMING_QUOTES, '>')}))"
-    + f"(?:{_XML_CDATA}|{_XML_TEXT})</|{_PLIST_STRING})"
+    + f"{_xml_body('', '')}|{_PLIST_STRING})"
+    + f"|(?<=[\"']>)(?P<attributed>){_xml_body('a', '>')}{_CLOSING_KEYWORD})"
 )
 
 
@@ -2686,6 +2703,8 @@ def _xml_element_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
         return _plist_span(text, m)
     if m.group("named") is not None:
         return _named_element_span(text, m)
+    if m.group("attributed") is not None:
+        return _attributed_span(text, m)
     name = _identifier_before(text, m.start())
     tag = m.start() - len(name)
     if text.endswith(":", 0, tag):  # a namespace prefix: <ns1:password>...</ns1:password>
@@ -2709,9 +2728,25 @@ def _named_element_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     return _element_text_span(text, *_element_text_bounds(m), found[1], words_are_prose=True)
 
 
+def _attributed_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    """The text of a secret-named element with attributes: `<wsse:Password Type="...">`."""
+    name = text[m.end() : text.find(">", m.end())]
+    tag = text.rfind("<", max(0, m.start() - 1024), m.start())
+    name_end = tag + 1 + len(name)
+    if tag == -1 or not text.startswith(name, tag + 1) or text.find(">", tag, m.start()) != -1:
+        return _NONE
+    found = _keyword_at(text, name_end) if _TAG_BLANK.match(text, name_end) else None
+    if found is None:
+        return _NONE
+    return _element_text_span(text, *_element_text_bounds(m), found[1])
+
+
+_TAG_BLANK = re.compile(r"\s|\\+[nrt]")  # what parts a tag's name from its attributes
+
+
 def _element_text_bounds(m: re.Match[str]) -> tuple[int, int]:
     """The span of an element's text, or of its CDATA section's content."""
-    return m.span("xv" if m.group("xv") is not None else "cv")
+    return m.span(next(g for g in ("xv", "cv", "axv", "acv") if m.group(g) is not None))
 
 
 def _plist_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
@@ -2725,6 +2760,7 @@ def _plist_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 
 _PROSE_PUNCTUATION = re.compile(r"[,.;:!?][ \t]")
 _ESCAPED_BLANK = re.compile(r"(?:[ \t]|\\+[nrt])+")
+_ESCAPED_LINE_BREAK = re.compile(r"\\+[nr]")
 
 
 def _element_text_span(
@@ -2734,21 +2770,31 @@ def _element_text_span(
     one, words kept, where an attribute names the element: `<textarea name="password">Type
     it here</textarea>` is a form's prose). Text set off by blanks and holding a clause's
     punctuation is prose that names the tags (`the <password> element, and </password>
-    closes it`); a value's own punctuation is kept in (`<password>Tr0ub4dor! 3xZ</password>`)."""
+    closes it`); a value's own punctuation is kept in (`<password>Tr0ub4dor! 3xZ</password>`).
+    Text over several lines is prose too: in a JSON string, a line break inside it."""
     set_off = text[start] in " \t" or text[end - 1] in " \t"
     escape = _ESCAPED_BLANK.match(text, start, end)  # a JSON string's line breaks and tabs too
     if escape is not None:
         start = escape.end()
+    end = _blanks_start(text, end, start)
+    if set_off and _PROSE_PUNCTUATION.search(text, start, end):
+        return _NONE
+    if _ESCAPED_LINE_BREAK.search(text, start, end):
+        return _NONE  # lines of prose
+    return _literal_span(text, start, end, kind, quoted=not words_are_prose)
+
+
+def _blanks_start(text: str, end: int, start: int = 0) -> int:
+    """Where the run of blanks and line breaks that ends at `end` starts, not before `start`;
+    JSON-escaped ones (`\\n`, `\\t`, at any depth) count too."""
     while end > start:
-        if text[end - 1] in " \t":
+        if text[end - 1] in " \t\r\n":
             end -= 1
         elif text[end - 1] in "nrt" and (backslash := _back_over(text, end - 1, "\\")) < end - 1:
             end = max(backslash, start)
         else:
             break
-    if set_off and _PROSE_PUNCTUATION.search(text, start, end):
-        return _NONE
-    return _literal_span(text, start, end, kind, quoted=not words_are_prose)
+    return end
 
 
 # --- Pass " value=": `<add key="ClearTextPassword" value="..."/>` (NuGet, .NET appSettings) -----
@@ -3149,8 +3195,12 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
         _XML_ELEMENT: (
             "(?:"
             + "|".join(caseless(k) for k in _KEYWORDS)
-            + r")(?:\\{0,3}\x22|')?>(?:(?:\r?\n[ \t]*)?[^<\r\n]+(?:\r?\n[ \t]*)?</|[ \t]*<!\[CDATA\[)",
+            + r")(?:\\{0,3}\x22|')?>(?:(?:\r?\n[ \t]*)*[^<\r\n]+(?:\r?\n[ \t]*)*</|[ \t]*<!\[CDATA\[)",
             r"</key>[^<]*<string>",
+            # an element with attributes: its closing tag's name ends in a keyword
+            r"[\x22']>(?:[^<]*|[ \t]*<!\[CDATA\[[^\r\n]*)</[A-Za-z0-9_.:-]*(?:"
+            + "|".join(caseless(k) for k in _KEYWORDS)
+            + ")>",
         ),
         _XML_ATTRIBUTE: (rf"[{_letters(_KEYWORDS, -1)}\\\\][\x22'] value=", r"  value="),
         _JWK: (r"kty(?:\\{0,3}\x22|')?[ \t]*:",),
