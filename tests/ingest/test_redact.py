@@ -576,6 +576,19 @@ PLANTED: list[tuple[str, str, str]] = [
         json.dumps(json.dumps("<token type='bearer'><![CDATA[" + fake(20, "Tb6cD3") + "]]></token>")),
         fake(20, "Tb6cD3"),
     ),
+    # Attributes on lines of their own, or parted by a tab: the key's, then the value's.
+    ("password", '<add key="DbPassword"\n     value="' + fake(14, "Ak9nL2") + '" />', fake(14, "Ak9nL2")),
+    (
+        "password",
+        json.dumps("<property name='db.password'\n\tvalue='" + fake(14, "Pn5tV7") + "'/>"),
+        fake(14, "Pn5tV7"),
+    ),
+    ("secret", "<add key='ApiToken'\tvalue='" + fake(20, "Tv3aB8") + "' />", fake(20, "Tv3aB8")),
+    (
+        "password",
+        '<add key="SmtpPassword"\r\n       value="' + fake(14, "Cr2lF6") + '" />',
+        fake(14, "Cr2lF6"),
+    ),
     # The text on a line of its own with blank lines around it.
     ("password", "<password>\n\n    " + fake(12, "Bl4nK7") + "\n\n</password>", fake(12, "Bl4nK7")),
     ("password", json.dumps("<password>\n    " + fake(12, "Jl8mW3") + "\n</password>"), fake(12, "Jl8mW3")),
@@ -764,6 +777,11 @@ NEAR_MISSES = [
     '<span class="token keyword">return</span>',
     '<div class="secret">The secret is out, and it stays</div>',
     "print('<b>')\nx = 'z'>y</token>",
+    '<add key="DbPassword"\n     value="${DB_PASSWORD}" />',
+    json.dumps('<property name="db.password"\n\tvalue="$(DB_PASSWORD)"/>'),
+    '<property name="db.username"\n\tvalue="' + fake(14) + '"/>',
+    '<input name="password"\n       value="{{ form.password }}">',
+    '<param name="passwordField"\n value="pw_input2"/>',
     "<password>\n    Put your real password here\n</password>",
     json.dumps("<password>\n    The password\n    for the database\n</password>"),
     # "d" in an object that is no JSON Web Key, a public JWK.
@@ -1127,6 +1145,18 @@ def test_a_block_line_loses_only_the_tabs_that_end_it(line: str, depth: int, red
     assert out.endswith(line.removeprefix("Zq8wLm3N1b") + "\n")
 
 
+@pytest.mark.parametrize("depth", [0, 1, 2])
+@pytest.mark.parametrize("gap", ["\n     ", "\n\t", "\t", "\r\n \t"])
+def test_a_value_attribute_after_a_line_break_is_found_in_json_strings(gap: str, depth: int) -> None:
+    """Double quotes too, escaped as deep as the value passes read them (PLANTED's documents
+    nest one level more)."""
+    text = '<add key="DbPassword"' + gap + 'value="' + fake(14, "Gq5xT2") + '" />'
+    for _ in range(depth):
+        text = json.dumps({"content": text})
+    out, counts = Redactor().redact(text)
+    assert fake(14, "Gq5xT2") not in out and counts == {"password": 1}
+
+
 def test_counts_are_per_kind() -> None:
     text = " ".join(
         [
@@ -1304,6 +1334,8 @@ def test_a_pem_block_glued_to_what_precedes_it_is_found_in_one_pass(before: str)
         "x&token=abc" * 9_000,  # a long query string
         "a='b'>x " * 12_000 + "</token>",  # a quote and ">": each element's text ran over the others
         "<password>" + "\n  " * 30_000 + "</",  # blank lines and no text
+        '<add key="DbPassword"' + "\\n" * 40_000 + 'value="x',  # escaped line breaks to back over
+        '<add key="DbPassword"\n value=' * 4_000,  # attributes on lines of their own, no value
     ],
     ids=[
         "env-entry-blanks",
@@ -1320,6 +1352,8 @@ def test_a_pem_block_glued_to_what_precedes_it_is_found_in_one_pass(before: str)
         "query-parameters",
         "xml-attribute-quotes",
         "xml-blank-lines",
+        "xml-escaped-line-breaks",
+        "xml-value-lines",
     ],
 )
 def test_pathological_texts_redact_in_linear_time(text: str) -> None:

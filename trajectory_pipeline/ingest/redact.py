@@ -2801,21 +2801,23 @@ def _blanks_start(text: str, end: int, start: int = 0) -> int:
 # Also Spring's, Ant's and Java's name-value attributes (`<property name="db.password"
 # value="..."/>`, `<param name="secret" value="..."/>`, `<entry key="api.token" .../>`),
 # quoted with double or single quotes (`<add key='Password' value='...'/>`). The `key=` or
-# `name=` attribute must stand right before `value=`, only spaces between (a tab would be
-# escaped in a JSON string, a line break too: attributes on lines of their own are left
-# alone); its name must end in a keyword, as before "=" (`name="passwordField"` and
-# `name="username"` stay), and the value is judged as after "=". It starts on "value=",
-# whose three characters before (a keyword's last letter or a backslash, a quote and a
-# space; or two spaces) are tested at once.
+# `name=` attribute must stand right before `value=`, only blanks between: spaces, tabs and
+# line breaks, JSON-escaped or not (`<add key="DbPassword"\n     value="..." />`, attributes on
+# lines of their own); its name must end in a keyword, as before "=" (`name="passwordField"`
+# and `name="username"` stay), and the value is judged as after "=". It starts on "value=",
+# whose three characters before (a keyword's last letter or a backslash, a quote and a space)
+# are tested at once; or the one or two before: a tab or a line break, JSON-escaped or not, or
+# a space after a blank.
 _XML_ATTRIBUTE = re.compile(
-    rf"value=(?:(?<=[{_letters(_KEYWORDS, -1)}\\][\"'] value=)|(?<=  value=))"
+    rf"value=(?:(?<=[{_letters(_KEYWORDS, -1)}\\][\"'] value=)|(?<=[ \t\r\n] value=)|(?<=[\t\r\n]value=)"
+    r"|(?<=\\[nrt]value=)|(?<=\\[nrt] value=))"
     r"(?=(?:\\{3}|\\)?\"|')" + _VALUE
 )
 _KEY_ATTRIBUTE = re.compile(r"(?<![\w.-])(?:key|name)=(?:(?:\\{3}|\\)?\"|')\Z")
 
 
 def _xml_attribute_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
-    quote = _back_over(text, m.start(), " ") - 1
+    quote = _blanks_start(text, m.start(), max(0, m.start() - 1024)) - 1
     if quote < 0 or text[quote] not in "\"'":
         return _NONE
     end = _back_over(text, quote, "\\")
@@ -3202,7 +3204,11 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
             + "|".join(caseless(k) for k in _KEYWORDS)
             + ")>",
         ),
-        _XML_ATTRIBUTE: (rf"[{_letters(_KEYWORDS, -1)}\\\\][\x22'] value=", r"  value="),
+        _XML_ATTRIBUTE: (
+            rf"[{_letters(_KEYWORDS, -1)}\\\\][\x22'] value=",
+            r"[ \t\r\n] value=",
+            r"(?:[\t\r\n]|\\[nrt] ?)value=",
+        ),
         _JWK: (r"kty(?:\\{0,3}\x22|')?[ \t]*:",),
         _SET: (
             rf"set(?:x|(?:{_BLANKS}--?[A-Za-z]+)*){_BLANKS}[A-Za-z0-9_.:/@-]*"
