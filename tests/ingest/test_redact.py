@@ -500,6 +500,58 @@ PLANTED: list[tuple[str, str, str]] = [
         json.dumps(json.dumps("AKIA" + "Z9Q2" * 4 + "\t" + fake(40, "Gn3Xa" + "7Lc/Vr1+"))),
         fake(40, "Gn3Xa" + "7Lc/Vr1+"),
     ),
+    # ... on the next line, the line break raw or JSON-escaped.
+    (
+        "aws_secret_key",
+        "AKIA" + "Z9Q2" * 4 + "\n" + fake(40, "Rt6Wd" + "1Qs/Lk4+") + "\n",
+        fake(40, "Rt6Wd" + "1Qs/Lk4+"),
+    ),
+    (
+        "aws_secret_key",
+        json.dumps({"output": "AKIA" + "Z9Q2" * 4 + "\r\n" + fake(40, "Rt6Wd" + "1Qs/Lk4+")}),
+        fake(40, "Rt6Wd" + "1Qs/Lk4+"),
+    ),
+    # ... a field or two away: `aws iam create-access-key --output text` (the CreateDate
+    # between), its tabs raw, JSON-escaped or shown as spaces; `aws sts get-session-token`.
+    (
+        "aws_secret_key",
+        "ACCESSKEY\t"
+        + "AKIA"
+        + "Z9Q2" * 4
+        + "\t2024-05-01T12:00:00+00:00\t"
+        + fake(40, "Mp2Vc" + "8Hs/Tn5+")
+        + "\tActive\tbob\n",
+        fake(40, "Mp2Vc" + "8Hs/Tn5+"),
+    ),
+    (
+        "aws_secret_key",
+        json.dumps(
+            {
+                "stdout": "ACCESSKEY\t"
+                + "AKIA"
+                + "Z9Q2" * 4
+                + "\t2024-05-01T12:00:00+00:00\t"
+                + fake(40, "Mp2Vc" + "8Hs/Tn5+")
+                + "\tActive\tbob\n"
+            }
+        ),
+        fake(40, "Mp2Vc" + "8Hs/Tn5+"),
+    ),
+    (
+        "aws_secret_key",
+        "ACCESSKEY  "
+        + "AKIA"
+        + "Z9Q2" * 4
+        + "  2024-05-01T12:00:00+00:00  "
+        + fake(40, "Mp2Vc" + "8Hs/Tn5+")
+        + "  Active  bob",
+        fake(40, "Mp2Vc" + "8Hs/Tn5+"),
+    ),
+    (
+        "aws_secret_key",
+        "CREDENTIALS\t" + "ASIA" + "Z9Q2" * 4 + "\t2024-05-01T13:00:00Z\t" + fake(40, "Bv7Nq" + "3Ws/Xe6+"),
+        fake(40, "Bv7Nq" + "3Ws/Xe6+"),
+    ),
     # XML elements and attributes named like a secret (Maven's settings.xml, NuGet, appSettings).
     (
         "password",
@@ -735,6 +787,12 @@ NEAR_MISSES = [
     'Get-Content "secret2.txt" | ConvertTo-SecureString -AsPlainText -Force',
     # An AWS key id followed by an ordinary word; XML without a literal secret.
     "AKIA" + "IOSFODNN7EXAMPLE " + fake(40, "wJalr" + "XUtn/K7MD+"),
+    # AWS's documentation example of `aws iam create-access-key --output text`.
+    "ACCESSKEY\t"
+    + "AKIA"
+    + "IOSFODNN7EXAMPLE\t2015-03-09T18:39:23.411Z\t"
+    + "wJalrXUtnFEMI/"
+    + "K7MDENG/bPxRfiCYEXAMPLEKEY\tActive\tBob",
     "<password>${env.PW}</password>",
     "<key>password</key><string>${PW}</string>",
     '<label for="password">Password</label>',
@@ -965,6 +1023,13 @@ def test_near_miss_is_left_alone(text: str) -> None:
         ",user/ci-bot/2026-11-29/created-by-tf",
         ": " + "abcdefghij" * 4,
         "\\t" + "abcdefghij" * 4,  # a JSON-escaped tab, then no secret
+        "\n" + "abcdefghij" * 4,  # the next line: a word
+        "\\n" + HEX40,  # a commit id, no capital
+        "\t2024-05-01T12:00:00+00:00\tActive\tbob",  # `aws iam list-access-keys --output text`
+        # Out of reach: three fields on, two lines on, after a word on the next line.
+        " 2024-05-01 Active bob " + fake(40, "Mp2Vc" + "8Hs/Tn5+"),
+        "\n\n" + fake(40, "Mp2Vc" + "8Hs/Tn5+"),
+        "\nsecret " + fake(40, "Mp2Vc" + "8Hs/Tn5+"),
     ],
 )
 def test_what_follows_an_aws_key_id_is_no_secret_unless_it_looks_like_one(after: str) -> None:
@@ -1336,6 +1401,11 @@ def test_a_pem_block_glued_to_what_precedes_it_is_found_in_one_pass(before: str)
         "<password>" + "\n  " * 30_000 + "</",  # blank lines and no text
         '<add key="DbPassword"' + "\\n" * 40_000 + 'value="x',  # escaped line breaks to back over
         '<add key="DbPassword"\n value=' * 4_000,  # attributes on lines of their own, no value
+        # after an AWS key id (AWS's example, kept): blanks, escaped tabs, short fields, line breaks
+        "AKIA" + "IOSFODNN7EXAMPLE" + " " * 100_000,
+        "AKIA" + "IOSFODNN7EXAMPLE" + "\\t" * 50_000,
+        ("AKIA" + "IOSFODNN7EXAMPLE a b ") * 4_000,
+        ("AKIA" + "IOSFODNN7EXAMPLE\n") * 5_000,
     ],
     ids=[
         "env-entry-blanks",
@@ -1354,6 +1424,10 @@ def test_a_pem_block_glued_to_what_precedes_it_is_found_in_one_pass(before: str)
         "xml-blank-lines",
         "xml-escaped-line-breaks",
         "xml-value-lines",
+        "aws-key-blanks",
+        "aws-key-escaped-tabs",
+        "aws-key-fields",
+        "aws-key-lines",
     ],
 )
 def test_pathological_texts_redact_in_linear_time(text: str) -> None:

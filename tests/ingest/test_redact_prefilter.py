@@ -144,6 +144,8 @@ ADVERSARIAL: list[tuple[str, str]] = [
     ("_", "wh" + "sec_" + BODY[:32]),
     ("_", "rk" + "_test_" + BODY[:10]),
     ("A", "AK" + "IA" + "Q7Q7"),
+    ("A", "AK" + "IA" + "Q7Q7" * 4 + "\\t2024-05-01T12:00:00Z\\t" + "Ab1/" * 10),
+    ("A", "AK" + "IA" + "Q7Q7" * 4 + "\r\n" + "Ab1+" * 10),
     ("A", "A3" + "TZ" + "Q" * 16),
     ("A", "AI" + "za" + "-_ab"),
     ("A", "A" + "C" + "0123456789abcdef" * 2),

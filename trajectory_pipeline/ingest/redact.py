@@ -1003,7 +1003,13 @@ _A = re.compile(
     # Its secret access key right after it, with no keyword: the IAM credentials CSV's
     # `AKIA...,<40>` row, `AKIA...:<40>`, `AKIA... <40>`, `AKIA...<tab><40>`; a tab also
     # JSON-escaped, at any depth (`"AKIA...\\t<40>"`, a pair printed into a JSON string).
-    r"(?:(?:(?:[ \t]|\\+t)*[,:](?:[ \t]|\\+t)*|(?:[ \t]|\\+t)+)"
+    # Up to two short fields may stand between them on the line: the CLI's text output
+    # (`aws iam create-access-key --output text`: `ACCESSKEY<tab>AKIA...<tab><CreateDate>
+    # <tab><40><tab>Active`; `aws sts get-session-token`'s Expiration), tabs also shown as
+    # spaces. Or the secret starts the next line (`AKIA...\n<40>`, the line break also
+    # JSON-escaped). The reach is a line, a few fields at most.
+    r"(?:(?:(?:[ \t]|\\+t)*[,:](?:[ \t]|\\+t)*|(?:[ \t]|\\+t)+(?:[A-Za-z0-9:.+_-]{1,32}(?:[ \t]|\\+t)+){0,2}"
+    r"|(?:[ \t]|\\+t)*(?:\r?\n|\\+r\\+n|\\+n)(?:[ \t]|\\+t)*)"
     r"(?P<aws_pair>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=]))?"
     r"|(?P<aws_cut>[A-Z0-9]{4,15})"
     + _CUT_END
