@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import json
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ def fake(n: int, alphabet: str = "aB3xY7kQ9") -> str:
 
 AZURE_KEY = fake(86, "Zx81kq7tAbC+dEf/") + "=="
 PEM_BODY = "MIIEow" + fake(64, "AbCdEf0123+/") + "\n" + fake(40, "QwErTy987/") + "=="
+PEM_HEADERS = ("Proc-Type: 4,ENCRYPTED", "DEK-Info: AES-128-CBC," + fake(32, "3F17A9C0E2B5D846"))
 
 
 def luhn(prefix: str, length: int) -> str:
@@ -699,6 +701,34 @@ PLANTED: list[tuple[str, str, str]] = [
         ),
         fake(64, "MHcCAQ1Ee+/"),
     ),
+    # An encrypted key's headers before its base64: as list items, joined literals, a cut block.
+    (
+        "private_key",
+        json.dumps(
+            ["-----BEGIN RSA " + "PRIVATE KEY-----", *PEM_HEADERS, "", fake(64, "MIIEpQ9Ab+/"), "Zw=="]
+        ),
+        fake(64, "MIIEpQ9Ab+/"),
+    ),
+    (
+        "private_key",
+        "key = (\n"
+        + "".join(
+            f'    "{line}\\n" +\n'
+            for line in ("-----BEGIN RSA " + "PRIVATE KEY-----", *PEM_HEADERS, "", fake(64, "MIIEpQ8Cd+/"))
+        )
+        + '    "-----END RSA '
+        + 'PRIVATE KEY-----\\n"\n)',
+        fake(64, "MIIEpQ8Cd+/"),
+    ),
+    (
+        "private_key",
+        "$ head -5 server.key\n-----BEGIN RSA "
+        + "PRIVATE KEY-----\n"
+        + "\n".join(PEM_HEADERS)
+        + "\n\n"
+        + fake(64, "MIIEpQ7Ef+/"),
+        fake(64, "MIIEpQ7Ef+/"),
+    ),
     # A JSON Web Key's private members.
     (
         "private_key",
@@ -953,6 +983,14 @@ NEAR_MISSES = [
     + "('-----END RSA "
     + "PRIVATE KEY-----', 'end')]",
     "{'-----BEGIN RSA " + "PRIVATE KEY-----': 'rsa', '-----END RSA " + "PRIVATE KEY-----': 'end'}",
+    # An encrypted key's headers with no key after them: a name, code that builds one, the format.
+    json.dumps(["-----BEGIN RSA " + "PRIVATE KEY-----", *PEM_HEADERS, "", "encrypted"]),
+    'pem = "-----BEGIN RSA '
+    + 'PRIVATE KEY-----\\n" + "Proc-Type: 4,ENCRYPTED\\n" + "DEK-Info: AES-128-CBC," + iv + "\\n\\n" + body',
+    "pem = '-----BEGIN RSA "
+    + "PRIVATE KEY-----\\n' + 'Proc-Type: 4,ENCRYPTED\\n' + 'DEK-Info: AES-128-CBC,' + iv + '\\n\\n' + body",
+    "-----BEGIN RSA "
+    + "PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,<iv in hex>\n\n...\n",
     "a -home-grown tool",
     # Bare pass, the working directory, words ending in "pass"; docker's -u uid:gid.
     "pass=" + "Zx81kq7t",
@@ -1381,6 +1419,30 @@ def test_a_pem_block_glued_to_what_precedes_it_is_found_in_one_pass(before: str)
 
 
 @pytest.mark.parametrize(
+    "literal",
+    [json.dumps, repr, lambda line: json.dumps(line + "\n"), lambda line: json.dumps(json.dumps(line))[1:-1]],
+    ids=["json", "python", "json-lines", "json-in-json"],
+)
+@pytest.mark.parametrize("separator", [", ", " +\n    ", "\n    "], ids=["list", "plus", "adjacent"])
+def test_an_encrypted_pem_keys_literals_keep_their_headers_and_lose_their_base64(
+    literal: Callable[[str], str], separator: str
+) -> None:
+    """Each literal of the base64 is replaced; the headers, the blank line and the "+" stay."""
+    key_lines = [fake(64, "MIIEpQ9Ab+/"), fake(24, "Kp3Lr7Ty")]
+    lines = [
+        "-----BEGIN RSA " + "PRIVATE KEY-----",
+        *PEM_HEADERS,
+        "",
+        *key_lines,
+        "-----END RSA " + "PRIVATE KEY-----",
+    ]
+    text = "[" + separator.join(map(literal, lines)) + "]"
+    out, found = Redactor().redact(text)
+    expected = [placeholder("private_key") if line in key_lines else line for line in lines]
+    assert (out, found) == ("[" + separator.join(map(literal, expected)) + "]", {"private_key": 2})
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "- name: API_TOKEN" + " " * 8_000 + "\n  value:\n",  # blanks split many ways before "value:"
@@ -1406,6 +1468,9 @@ def test_a_pem_block_glued_to_what_precedes_it_is_found_in_one_pass(before: str)
         "AKIA" + "IOSFODNN7EXAMPLE" + "\\t" * 50_000,
         ("AKIA" + "IOSFODNN7EXAMPLE a b ") * 4_000,
         ("AKIA" + "IOSFODNN7EXAMPLE\n") * 5_000,
+        # an encrypted key's header items with no base64 after them, many times over
+        '["-----BEGIN RSA ' + 'PRIVATE KEY-----", ' + '"Proc-Type: 4,ENCRYPTED", ' * 8_000,
+        ("-----BEGIN RSA " + "PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: " + "x" * 150 + "\n") * 500,
     ],
     ids=[
         "env-entry-blanks",
@@ -1428,6 +1493,8 @@ def test_a_pem_block_glued_to_what_precedes_it_is_found_in_one_pass(before: str)
         "aws-key-escaped-tabs",
         "aws-key-fields",
         "aws-key-lines",
+        "pem-header-items",
+        "pem-cut-headers",
     ],
 )
 def test_pathological_texts_redact_in_linear_time(text: str) -> None:

@@ -163,6 +163,8 @@ ADVERSARIAL: list[tuple[str, str]] = [
     ("eyJ", "ey" + "J" + "abcdefgh.eyJabcdefgh.sig"),
     ("-", "-----BEGIN " + "PRIVATE KEY-----\nMIIE"),
     ("-", "-----BEGIN" + " EC 2 PRIVATE KEY BLOCK-----\\nMIIE"),
+    ("-", '["-----BEGIN ' + 'RSA PRIVATE KEY-----", "Proc-Type: 4,ENCRYPTED", "", "' + "MIIE" * 16 + '"]'),
+    ("-", "-----BEGIN " + "RSA PRIVATE KEY-----\\\\nDEK-Info: AES-128-CBC,00\\\\n\\\\nMIIE"),
     ("-", "curl --user=bob:" + "s3cret"),
     ("-", "curl --user\tbob:" + "s3cret"),
     ("-", "tool --db-password Zx81"),

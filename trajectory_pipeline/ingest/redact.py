@@ -1391,6 +1391,9 @@ def _credential_flag_form(text: str, i: int, flag: str, glued: bool) -> tuple[st
     return None
 
 
+# An encrypted PEM key's RFC 1421 header lines, between its BEGIN line and its base64.
+_PEM_HEADER_LINE = r"(?:Proc-Type|DEK-Info):[^\r\n\\\"']{1,200}"
+_PEM_HEADER_LINES = r"(?:(?:\r?\n|(?:\\+r)?\\+n)" + _PEM_HEADER_LINE + r"){0,2}"
 # Each alternative starts with a literal, which `re` rejects at a glance where it fails.
 _DASH = re.compile(
     r"-(?:"
@@ -1398,7 +1401,11 @@ _DASH = re.compile(
     # The body up to its END line, not past a double quote nor into the next block: headers
     # without an END each scanning on to a later one would cost the square of the text.
     r"(?P<pem>(?:[^\"-]|-(?!----BEGIN))*?(?=-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----)"
-    r"|(?:[A-Za-z0-9+/=\r\n]|\\[nr])*)"
+    # No END line (`head -5 key.pem`): the base64 that follows, after an encrypted key's
+    # RFC 1421 headers (`Proc-Type: 4,ENCRYPTED`, `DEK-Info: AES-128-CBC,...`) if it has them.
+    r"|"
+    + _PEM_HEADER_LINES
+    + r"(?:[A-Za-z0-9+/=\r\n]|\\+[nr])*)"
     + r"|-(?P<flag>[A-Za-z0-9][A-Za-z0-9_-]{0,39}+)(?:"
     + _gate(_KEYWORDS, ("",))
     + r"[ \t]+"
@@ -1428,11 +1435,14 @@ _ENCODED_MOUNT = re.compile(r"-(?:mnt-[A-Za-z]|var)\Z")
 # list of its lines (`["-----BEGIN RSA PRIVATE KEY-----", "MIIE...", ...]`, JSON or
 # Python, each line maybe ending in "\n"): after a closing quote, blanks and line breaks,
 # a "+" or a ",", the next literal's base64. One span per literal, so that no span holds
-# a quote. A list item must be base64 to its closing quote.
-_PEM_JOIN = re.compile(
-    r"(?:\\+[nr])*(?P<q>\\*[\"'])(?:\s|\\+[nrt])*+(?:\+|(?P<comma>,))?(?:\s|\\+[nrt])*+(?P=q)"
-    r"(?P<run>[A-Za-z0-9+/=]{4,})(?(comma)(?=(?:\\+[nr])*(?P=q)))"
-)
+# a quote. A list item must be base64 to its closing quote. An encrypted key's header
+# literals or items before its base64 (`"Proc-Type: 4,ENCRYPTED", "DEK-Info: ...", ""`: two
+# headers and the blank line after them, `_PEM_HEADER`) are passed over and kept.
+_PEM_NEXT_LITERAL = r"(?:\\+[nr])*(?P<q>\\*[\"'])(?:\s|\\+[nrt])*+(?:\+|(?P<comma>,))?(?:\s|\\+[nrt])*+(?P=q)"
+_PEM_JOIN = re.compile(_PEM_NEXT_LITERAL + r"(?P<run>[A-Za-z0-9+/=]{4,})(?(comma)(?=(?:\\+[nr])*(?P=q)))")
+_PEM_HEADER = re.compile(_PEM_NEXT_LITERAL + r"(?:" + _PEM_HEADER_LINE + r")?(?=(?:\\+[nr])*(?P=q))")
+_PEM_HEADERS = 3  # Proc-Type, DEK-Info and the blank line
+_PEM_HEADERS_AT = re.compile(_PEM_HEADER_LINES)
 # The base64 of one literal of a block whose body holds single quotes (the block's own
 # alternative stops at a double quote only): a Python list's `'MIIE...\n', '...'`.
 _PEM_PIECE = re.compile(
@@ -1449,6 +1459,12 @@ def _first_pem_line(run: str, more: bool) -> bool:
     """True for the first literal of a key's body: key material (`_pem_line`) as long as a
     body line (a PEM wraps at 64 characters, OpenSSH at 70), or followed by more (`more`)."""
     return _pem_line(run) and (len(run) >= 40 or more)
+
+
+def _past_headers(text: str, start: int, end: int) -> int:
+    """Where the base64 of a block's body (text[start:end]) starts, past its RFC 1421 headers."""
+    headers = _PEM_HEADERS_AT.match(text, start, end)
+    return start if headers is None else headers.end()
 
 
 def _pem_spans(text: str, m: re.Match[str]) -> tuple[Span, ...]:
@@ -1469,13 +1485,20 @@ def _pem_spans(text: str, m: re.Match[str]) -> tuple[Span, ...]:
         pieces: list[tuple[int, int]] = []
         for part in body.split("'"):
             piece = _PEM_PIECE.fullmatch(text, pos, pos + len(part))
-            if piece is not None and (pieces or _pem_line(piece.group("run"))):
+            joins = piece is not None and piece.group("run") == "+"  # `'MIIE...' + 'Zw=='`
+            if piece is not None and not joins and (pieces or _pem_line(piece.group("run"))):
                 pieces.append(piece.span("run"))
             pos += len(part) + 1
         if pieces and _first_pem_line(text[slice(*pieces[0])], len(pieces) > 1):
             spans = [(piece_start, piece_end, "private_key") for piece_start, piece_end in pieces]
-    elif body.strip(" \t\r\n\\nr"):
-        spans.append((start, end, "private_key"))
+    elif text[_past_headers(text, start, end) : end].strip(" \t\r\n\\nr"):
+        spans.append((start, end, "private_key"))  # the headers go with the base64, never alone
+    else:
+        for _ in range(_PEM_HEADERS):
+            header = _PEM_HEADER.match(text, end)
+            if header is None:
+                break
+            end = header.end()
     while (joined := _PEM_JOIN.match(text, end)) is not None:
         if joined.group("comma") is not None and not spans:
             following = _PEM_JOIN.match(text, joined.end())
