@@ -155,6 +155,19 @@ PLANTED: list[tuple[str, str, str]] = [
     ("password", "password: &pw |\n  " + "hunter2" + "Zq9xW3vB7\n", "hunter2Zq9xW3vB7"),
     ("password", "db:\n  password: !!str >-\n    " + "Tr0ub4" + "dorZq9\n", "Tr0ub4dorZq9"),
     ("secret", "secret: >\n  " + "Zq9xW3" + "vB7kLm\n  continued\n", "continued"),
+    # Another key's block inside a secret's is the secret's text: its lines are judged too.
+    (
+        "secret",
+        "token: |\n  config:\n    data: |\n      " + fake(24, "Zq8wLm3N1b") + "\n  user: bob\n",
+        fake(24, "Zq8wLm3N1b"),
+    ),
+    # A block whose only line is words, judged as a quoted value of them: a passphrase goes.
+    ("password", "password: >\n  correct horse " + "battery staple\n", "correct horse battery"),
+    (
+        "password",
+        json.dumps({"content": "db:\n  passphrase: |-\n    purple monkey " + "dishwasher\n  port: 5432\n"}),
+        "purple monkey dishwasher",
+    ),
     # In a JSON string after a key (a file's content in a tool call), its tab JSON-escaped.
     ("password", json.dumps({"content": "password: |\n  " + "Wx4kP9" + "mQ2zL\t\n"}), "Wx4kP9mQ2zL"),
     # Vendor keys of known shapes with no kind of their own: Groq, Shopify, Linear, Replicate.
@@ -932,6 +945,15 @@ NEAR_MISSES = [
     # An encrypted Ansible value; a folded block whose words are a label.
     "password: !vault |\n  $ANSIBLE_VAULT;1.1;AES256\n  6231336539666234306139346433616338376437\n",
     "password: >\n  Enter\n  your\n  password\n",
+    # One line of words that is a label or a sentence; several lines of words (prose).
+    "password: |\n  Enter your password\n",
+    "api_key: >\n  Set it in the vault.\n",
+    "secret: >\n  Kept in the vault. Ask ops\n",
+    "password: >\n  Used by the admin\n  console only\n",
+    "password: |\n  # set in CI\n",
+    "description: |\n  correct horse battery staple\n",
+    # Another key's block inside a secret's, holding prose.
+    "secret: |\n  nested: |\n    Tokens are sent in the header.\n",
     "apiKey: " + "'proxy-handled'",
     "CODEMIE_API_KEY: " + "'sk-secret'",
     "const apiKey = await getKey();",
@@ -1471,6 +1493,8 @@ def test_an_encrypted_pem_keys_literals_keep_their_headers_and_lose_their_base64
         # an encrypted key's header items with no base64 after them, many times over
         '["-----BEGIN RSA ' + 'PRIVATE KEY-----", ' + '"Proc-Type: 4,ENCRYPTED", ' * 8_000,
         ("-----BEGIN RSA " + "PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: " + "x" * 150 + "\n") * 500,
+        # a secret's block holding other keys' blocks, each indented more
+        "token: |\n" + "".join(" " * (k + 2) + "nested: |\n" for k in range(600)),
     ],
     ids=[
         "env-entry-blanks",
@@ -1495,6 +1519,7 @@ def test_an_encrypted_pem_keys_literals_keep_their_headers_and_lose_their_base64
         "aws-key-lines",
         "pem-header-items",
         "pem-cut-headers",
+        "yaml-block-other-openers",
     ],
 )
 def test_pathological_texts_redact_in_linear_time(text: str) -> None:

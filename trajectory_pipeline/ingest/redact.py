@@ -2361,15 +2361,19 @@ def _colon_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 # YAML key (`data:`), punctuation alone (`},`) or a line holding a quote or an escape stays. A
 # folded block (`>`) is one value, its lines joined by blanks: one of several one-word lines goes
 # whole where a quoted value of their words would (a passphrase goes, a label stays); otherwise,
-# and where it has one line or a line with blanks, its lines are judged as a literal block's.
+# and where it has one line or a line with blanks, its lines are judged as a literal block's. A
+# block of either kind whose only line is words is judged as a quoted value of them too
+# (`password: >` and `correct horse battery staple` go), unless the line is a sentence (a
+# clause's punctuation, a closing "."): a block scalar is YAML's, not prose's.
 # Only a key that starts its line (after blanks and a sequence's "- ", or at the start of a
 # string) opens a block. A block ends at a line indented no more than its key, at a line that
-# opens a block itself (`_BLOCK_OPENER`; if that one is a secret's, it is judged on its own) or
-# after `_MAX_VALUE` characters, so that each line is read by one block at most, however the
-# keys before it are indented or quoted.
+# opens a secret-named key's block (`_BLOCK_OPENER`, `_keyword_at`: that one is judged on its
+# own) or after `_MAX_VALUE` characters, so that each line is read by one block at most, however
+# the keys before it are indented or quoted. Another key's opener inside a block is the block's
+# text (`token: |` over `abc...`, `nested: |`, `Xk9...`: all three lines are the token's).
 _BLOCK_HEAD = re.compile(r"[ \t]*(?:#[^\r\n\\\"]*)?(?:\r?\n|\\+r\\+n|\\+n)")
 _BLOCK_LINE = re.compile(r"(?P<indent> *)(?P<line>(?:[^\r\n\\\"]|\\+[^\\rn\"\r\n])*)")
-_BLOCK_OPENER = re.compile(r":[ \t]*(?:(?:&[^\s:]+|!!?[A-Za-z]+)[ \t]+)*[|>][1-9+-]{0,2}(?:[ \t]+#.*)?\Z")
+_BLOCK_OPENER = re.compile(r":[ \t]*(?:(?:&[^\s:]+|!!?[A-Za-z]+)[ \t]+)*[|>][1-9+-]{0,2}(?:[ \t]*#.*)?\Z")
 # Where a string can open (blanks aside): a JSON value's or item's, an argument's, an assignment's,
 # or at the start of a string whose text is a JSON string (`"\"password: |\\n ..."`).
 _STRING_OPENS_AFTER = frozenset(':[,{(="')
@@ -2428,6 +2432,18 @@ def _may_be_block_secret(value: str) -> bool:
     )
 
 
+def _opens_secret_block(text: str, start: int, end: int) -> bool:
+    """True when text[start:end], a line inside a block, opens a block scalar after a secret-named
+    key: at every line where `_block_spans` may read a block of its own, so that none is read twice."""
+    opener = _BLOCK_OPENER.search(text, start, end)
+    return opener is not None and _keyword_at(text, _back_over(text, opener.start(), "\"'\\")) is not None
+
+
+def _is_sentence(value: str) -> bool:
+    """True for words that make a sentence: a clause's punctuation inside, or a closing "."."""
+    return value.endswith(".") or _PROSE_PUNCTUATION.search(value) is not None
+
+
 def _block_spans(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     end = _back_over(text, m.start(), "\"'\\")
     found = _keyword_at(text, end)
@@ -2451,8 +2467,8 @@ def _block_spans(text: str, m: re.Match[str]) -> tuple[Span, ...]:
         start = line.start("line")
         value_end = _before_blanks(text, start, line.end("line"), width)
         if value_end > start:
-            if len(line.group("indent")) <= column or _BLOCK_OPENER.search(text, start, value_end):
-                break  # a line indented no more than the key, or one that opens a block, ends it
+            if len(line.group("indent")) <= column or _opens_secret_block(text, start, value_end):
+                break  # a line indented no more than the key, or one that opens a secret's block
             lines.append((start, value_end))
         brk = _LINE_BREAK.match(text, line.end())
         if brk is None:
@@ -2460,6 +2476,8 @@ def _block_spans(text: str, m: re.Match[str]) -> tuple[Span, ...]:
         pos = brk.end()
     kind = found[1]
     words = [text[start:value_end] for start, value_end in lines]
+    if len(words) == 1 and _is_passphrase(words[0]) and not _is_sentence(words[0]):
+        return _literal_span(text, *lines[0], kind, quoted=True)
     if m.group("block")[0] == ">" and len(words) > 1 and all(map(_may_be_block_secret, words)):
         joined = " ".join(words)  # a folded block's value
         if not _is_reference(joined) or _is_passphrase(joined):
