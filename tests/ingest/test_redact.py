@@ -488,6 +488,41 @@ PLANTED: list[tuple[str, str, str]] = [
         'PS C:\\> "' + fake(12, "Pr9mT4") + '" | ConvertTo-SecureString -AsPlainText -Force',
         fake(12, "Pr9mT4"),
     ),
+    # The string after ConvertTo-SecureString's switches, positional or after -String, also in
+    # JSON; RHEL's `passwd --stdin` reading a piped or here-string password.
+    (
+        "password",
+        '$pw = ConvertTo-SecureString -AsPlainText -Force "' + fake(12, "Sf4Pq8") + '"',
+        fake(12, "Sf4Pq8"),
+    ),
+    (
+        "password",
+        "$pw = ConvertTo-SecureString -AsPlainText '" + fake(12, "Sm7Pk2") + "' -Force",
+        fake(12, "Sm7Pk2"),
+    ),
+    (
+        "password",
+        json.dumps(
+            {
+                "command": '$s = ConvertTo-SecureString -Force -AsPlainText -String "'
+                + fake(12, "Sj3Ws6")
+                + '"'
+            }
+        ),
+        fake(12, "Sj3Ws6"),
+    ),
+    ("password", "echo '" + fake(12, "Rh5pS9") + "' | passwd --stdin bob", fake(12, "Rh5pS9")),
+    (
+        "password",
+        json.dumps({"cmd": 'echo "' + fake(12, "Rs2uP7") + '" | sudo passwd --stdin root'}),
+        fake(12, "Rs2uP7"),
+    ),
+    (
+        "password",
+        "printf '%s\\n' '" + fake(12, "Rp8fT3") + "' | /usr/bin/passwd deploy --stdin",
+        fake(12, "Rp8fT3"),
+    ),
+    ("password", "passwd --stdin bob <<< '" + fake(12, "Rw4hS1") + "'", fake(12, "Rw4hS1")),
     # An AWS secret access key right after its key id, with no keyword (the IAM credentials CSV).
     (
         "aws_secret_key",
@@ -827,6 +862,23 @@ NEAR_MISSES = [
     'htpasswd -bnBC 10 "" "$PW"',
     "Get-Content f | ConvertTo-SecureString",
     "$pw | ConvertTo-SecureString -AsPlainText -Force",
+    # A SecureString from a variable, a prompt or a placeholder after its switches, and prose; a
+    # password piped to passwd without --stdin (it reads the terminal) or from a variable.
+    "$s = ConvertTo-SecureString -AsPlainText -Force $env:DB_PASSWORD",
+    '$s = ConvertTo-SecureString -AsPlainText -Force (Read-Host "Password")',
+    "$s = ConvertTo-SecureString -String $cred.Password -AsPlainText -Force",
+    '$s = ConvertTo-SecureString -AsPlainText -Force "your-password-here"',
+    "$s = ConvertTo-SecureString -AsPlainText -Force $pw | Out-Null",
+    "Use `ConvertTo-SecureString -AsPlainText -Force` to convert a plain string.",
+    "$s = ConvertTo-SecureString -Force $encrypted",
+    'echo "$NEWPASS" | passwd --stdin bob',
+    'echo "${{ secrets.ROOT_PW }}" | sudo passwd --stdin root',
+    "echo 'your-password-here' | passwd --stdin bob",
+    "echo y | passwd bob",
+    "echo done | passwd -S bob",
+    "cat /etc/passwd | grep -c bob",
+    "grep bob /etc/passwd <<< 'Zq9xW3vB7'",
+    'passwd --stdin bob <<< "$PW"',
     'Get-Content "secret2.txt" | ConvertTo-SecureString -AsPlainText -Force',
     # An AWS key id followed by an ordinary word; XML without a literal secret.
     "AKIA" + "IOSFODNN7EXAMPLE " + fake(40, "wJalr" + "XUtn/K7MD+"),
@@ -1495,6 +1547,9 @@ def test_an_encrypted_pem_keys_literals_keep_their_headers_and_lose_their_base64
         ("-----BEGIN RSA " + "PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: " + "x" * 150 + "\n") * 500,
         # a secret's block holding other keys' blocks, each indented more
         "token: |\n" + "".join(" " * (k + 2) + "nested: |\n" for k in range(600)),
+        "echo x | passwd " + "-l " * 30_000,  # passwd's options, and no --stdin after them
+        "passwd --stdin x <<< " * 5_000,  # each here-string looks back for its reader
+        "ConvertTo-SecureString -AsPlainText -Force " * 3_000,  # switches, and no string after them
     ],
     ids=[
         "env-entry-blanks",
@@ -1520,6 +1575,9 @@ def test_an_encrypted_pem_keys_literals_keep_their_headers_and_lose_their_base64
         "pem-header-items",
         "pem-cut-headers",
         "yaml-block-other-openers",
+        "passwd-options",
+        "passwd-here-strings",
+        "secure-string-switches",
     ],
 )
 def test_pathological_texts_redact_in_linear_time(text: str) -> None:

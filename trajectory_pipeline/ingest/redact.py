@@ -52,9 +52,9 @@ nanoseconds per byte however rare its characters are. So the patterns are groupe
 passes (`_PASSES`) that each start on one literal anchor: a vendor prefix (`sk-`, `gl`,
 `xox`, `dapi`, `hv`), the "_" after one (`ghp_`, `npm_`, `dop_v1_`), "A" of AKIA/AIza/
 AC.../AGE-/`pypi-A`/`bot-id:A`, "S" of SG./SK/`LS0t`, `eyJ` of a JWT, `earer` of Bearer,
-the "=" or ":" after a secret-named key, "-" of a flag, "|" and `<<<` before `sudo -S` or
-`chpasswd`, `ecure` of ConvertTo-SecureString, `set` and a `.netrc` `password`,
-`uth` of a basic-auth pair in code, `ya29.` of a Google OAuth token, "+" of a phone
+the "=" or ":" after a secret-named key, "-" of a flag, "|" and `<<<` before `sudo -S`,
+`chpasswd` or `passwd --stdin`, `ecure` of ConvertTo-SecureString, `set` and a `.netrc`
+`password`, `uth` of a basic-auth pair in code, `ya29.` of a Google OAuth token, "+" of a phone
 number, "~" of a home, "@" of an e-mail, "/" of a home path, the newline before an `ls -l`
 line.
 Fixed-width lookbehinds reject most anchors inside `re` (the "=" and ":" passes test the
@@ -2558,7 +2558,7 @@ def _env_pair_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     return _NONE if found is None else _value_span(text, m, found[1], m.group("name"))
 
 
-# --- Pass "|": a password piped to `sudo -S` or `chpasswd` by echo or printf ------------
+# --- Pass "|": a password piped to `sudo -S`, `chpasswd` or `passwd --stdin` by echo or printf
 # `echo 'pw' | sudo -S apt-get ...`, `printf '%s\n' 'pw' | sudo --stdin ...`, `echo 'user:pw' |
 # chpasswd` (the part after ":"). The echoed word is judged as a value after "=": `echo
 # "$SUDO_PASS" | sudo -S` and `echo root:root | chpasswd` stay; `sudo -S true` alone has no password.
@@ -2566,7 +2566,10 @@ def _env_pair_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 # before -S (`-k -S`, `-E -S`, `-u root -S`, `-p '' -S`, `--user=root --stdin`): a cluster whose
 # last letter takes an argument (`-u`, `-g`, `-p`, `-C`, ...) takes the next word, and so do the
 # long options that do (`--user root`); no other word comes between sudo and -S, so `echo y | sudo
-# apt -S x` is not sudo reading a password. `_STDIN_READER` is also the "<<<" pass's reader.
+# apt -S x` is not sudo reading a password. RHEL's `passwd --stdin` reads the new password the
+# same way (`echo 'pw' | passwd --stdin bob`, `echo "pw" | sudo passwd --stdin root`): its user
+# may come before the flag (`passwd bob --stdin`); without the flag passwd asks the terminal, so
+# `echo y | passwd bob` is no password. `_STDIN_READER` is also the "<<<" pass's reader.
 _SUDO_ARGUMENT = (
     r"(?:\\{0,3}\"[^\"\r\n]{0,100}\"|'[^'\r\n]{0,100}'"
     r"|[^\s\"'`\\|;&<>()-][^\s\"'`\\|;&<>()]{0,100}+)"
@@ -2579,8 +2582,10 @@ _SUDO_OPTION = (
 )
 _COMMAND_PATH = r"(?:(?:/[A-Za-z0-9_.-]++)*/)?"  # /usr/bin/, /usr/sbin/
 _SUDO = rf"{_COMMAND_PATH}sudo(?:[ \t]+{_SUDO_OPTION}){{0,8}}?[ \t]+"
+_PASSWD_STDIN = r"passwd(?:[ \t]+-[A-Za-z]++)*+(?:[ \t]+[A-Za-z0-9_][A-Za-z0-9_.$-]{0,31}+)?[ \t]+--stdin"
 _STDIN_READER = (  # the lookahead first: `re` rejects most places at once
-    rf"(?=/|sudo|chpasswd)(?:{_SUDO}(?:-[A-Za-z]*S|--stdin)|(?:{_SUDO})?{_COMMAND_PATH}(?P<chpasswd>chpasswd))"
+    rf"(?=/|sudo|chpasswd|passwd)(?:{_SUDO}(?:-[A-Za-z]*S|--stdin)"
+    rf"|(?:{_SUDO})?{_COMMAND_PATH}(?:(?P<chpasswd>chpasswd)|{_PASSWD_STDIN}))"
 )
 _PIPED = re.compile(rf"\|(?=[ \t]*{_STDIN_READER})")
 _ECHOED = re.compile(
@@ -2610,7 +2615,7 @@ def _piped_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     return _stdin_password_span(text, *echoed.span(group), group == "qv", m.group("chpasswd") is not None)
 
 
-# --- Pass "<<<": a password given to `sudo -S` or `chpasswd` as a here-string ----------------
+# --- Pass "<<<": a password given to `sudo -S`, `chpasswd` or `passwd --stdin` as a here-string
 # `sudo -S apt-get install x <<< 'pw'`, `sudo -S <<< "pw" cmd`, `chpasswd <<< 'user:pw'` (the part
 # after ":"): bash feeds the word after `<<<` to the command's standard input, as "|" does. The
 # command is a reader of "|" (`_STDIN_READER`, with its paths and options) that starts a word of
@@ -2627,9 +2632,10 @@ _READER_REACH = 300
 
 
 def _reader_before(text: str, end: int) -> re.Match[str] | None:
-    """The stdin reader (`sudo -S`, `chpasswd`) of the command that goes on at `end`, if any."""
+    """The stdin reader (`sudo -S`, `chpasswd`, `passwd --stdin`) of the command that goes on at
+    `end`, if any."""
     lo = max(0, end - _READER_REACH)
-    if text.find("sudo", lo, end) == -1 and text.find("chpasswd", lo, end) == -1:
+    if text.find("sudo", lo, end) == -1 and text.find("passwd", lo, end) == -1:
         return None  # no reader: no scan for the command's start
     start, quoted = _command_start(text, end, _READER_REACH)
     for reader in _READER.finditer(text, start, end):
@@ -2678,9 +2684,15 @@ def _htpasswd_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 # literal starts the pipeline (after the start of a line or of the text, "=", "(", ";", "{", the
 # quote that opens a JSON string, a prompt's ">" as in `PS C:\> "pw" | ...`, or `echo`/
 # `Write-Output`). A variable (`$pw | ...`), a prompt (`Read-Host ... | ...`) or a file's content
-# (`Get-Content "f.txt" | ...`) is no literal.
+# (`Get-Content "f.txt" | ...`) is no literal. The string may also come after the switches, as
+# the positional argument or after `-String` (`ConvertTo-SecureString -AsPlainText -Force "pw"`,
+# `ConvertTo-SecureString -AsPlainText "pw" -Force`, `-Force -AsPlainText -String 'pw'`): up to
+# three of `-String`, `-AsPlainText` and `-Force` (PowerShell's names are case-insensitive) are
+# passed over, and -AsPlainText counts among them or after the string. A variable or a prompt
+# there (`-AsPlainText -Force $env:PW`, `-AsPlainText (Read-Host)`) stays, as after "=".
 _SECURE_STRING = re.compile(
-    r"ecure(?<=[Cc]onvert[Tt]o-[Ss]ecure)[Ss]tring(?:[ \t]+-[Ss]tring)?[ \t]+" + _VALUE
+    r"ecure(?<=[Cc]onvert[Tt]o-[Ss]ecure)[Ss]tring"
+    r"(?P<switches>(?:[ \t]+-(?i:string|asplaintext|force)(?![\w-])){0,3})[ \t]+" + _VALUE
 )
 _AS_PLAIN_TEXT = re.compile(r"[^\r\n|;]{0,200}?-[Aa]s[Pp]lain[Tt]ext")
 _PIPED_STRING = re.compile(
@@ -2691,7 +2703,7 @@ _CONVERT_TO = len("ConvertTo-S")  # before the anchor "ecure"
 
 
 def _secure_string_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
-    if _AS_PLAIN_TEXT.match(text, m.end()) is None:
+    if "plain" not in m.group("switches").lower() and _AS_PLAIN_TEXT.match(text, m.end()) is None:
         return _NONE  # an encrypted standard string, or a prompt
     if text.startswith("-", m.end()):  # a parameter: the string may be piped in
         command = m.start() - _CONVERT_TO
@@ -3140,8 +3152,9 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
     - `uth`: the lookbehind's `[Aa]` consumed, then a byte that can start what follows: "=",
       "(", a backslash (an escaped line break), an ASCII blank of Python's `\\s` or any byte of
       a non-ASCII character.
-    - `|`: a command's path as one class; sudo's options and their arguments as `.*`, since none
-      of them holds a line feed (a quoted argument stops at a line break). `<<<`: the anchor.
+    - `|`: a command's path as one class; sudo's options and their arguments, and passwd's
+      options and user, as `.*`, since none of them holds a line feed (a quoted argument stops
+      at a line break). `<<<`: the anchor.
     - `set`: the regex up to the name's last two letters (the keyword gate's classes) and a
       blank. `password`: the word and a blank.
     - `+`: "+", a digit 1-9 and seven characters of its lookahead's digits and separators.
@@ -3237,6 +3250,7 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
         _PIPED: (
             r"\|[ \t]*(?:[/A-Za-z0-9_.-]*/)?sudo[ \t].*-(?:[A-Za-z]*S|-stdin)",
             r"\|[ \t]*(?:[/A-Za-z0-9_.-]*/)?(?:sudo[ \t].*)?chpasswd",
+            r"\|[ \t]*(?:[/A-Za-z0-9_.-]*/)?(?:sudo[ \t].*)?passwd[ \t].*--stdin",
         ),
         _HERE_STRING: (r"<<<",),
         _HTPASSWD: (r"htpasswd[ \t]+-[A-Za-z0-9]",),
