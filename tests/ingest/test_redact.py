@@ -394,6 +394,31 @@ PLANTED: list[tuple[str, str, str]] = [
     ("secret", '[[ $API_TOKEN == "' + fake(12, "Bs5Hv") + '" ]] && echo ok', fake(12, "Bs5Hv")),
     ("secret", "if token != '" + fake(12, "Nq3Ye") + "': abort(401)", fake(12, "Nq3Ye")),
     ("secret", 'if os.getenv("API_TOKEN") != "' + fake(12, "Gv6Lc") + '":', fake(12, "Gv6Lc")),
+    # The literal first, and comparisons by a call (Java's equals, Python's compare_digest, C's
+    # strcmp, PHP's hash_equals, a test's assertEquals), raw and in JSON.
+    ("password", 'if "' + fake(12, "Rv5Cq") + '" == os.environ["DB_PASSWORD"]:', fake(12, "Rv5Cq")),
+    (
+        "secret",
+        json.dumps({"code": "if ('" + fake(16, "Rj8Tz") + "' === process.env.API_TOKEN) next();"}),
+        fake(16, "Rj8Tz"),
+    ),
+    (
+        "password",
+        json.dumps({"code": 'if "' + fake(12, "Rd3Jm") + '" != os.getenv("DB_PASSWORD"):'}),
+        fake(12, "Rd3Jm"),
+    ),
+    ("password", 'if (password.equals("' + fake(12, "Eq4Jv") + '")) {', fake(12, "Eq4Jv")),
+    ("password", 'if ("' + fake(12, "Eq7Yd") + '".equalsIgnoreCase(dbPassword)) {', fake(12, "Eq7Yd")),
+    ("secret", 'return Objects.equals(apiKey, "' + fake(16, "Oe2Kp") + '");', fake(16, "Oe2Kp")),
+    ("secret", 'hmac.compare_digest(token, "' + fake(12, "Hc9Dg") + '")', fake(12, "Hc9Dg")),
+    (
+        "secret",
+        json.dumps({"code": 'secrets.compare_digest(api_key, b"' + fake(32, "4f9a8b7c6d5e") + '")'}),
+        fake(32, "4f9a8b7c6d5e"),
+    ),
+    ("password", 'if (strcmp(user->password, "' + fake(12, "Sc6Mp") + '") == 0)', fake(12, "Sc6Mp")),
+    ("secret", "$ok = hash_equals($token, '" + fake(12, "Ph5Hq") + "');", fake(12, "Ph5Hq")),
+    ("secret", 'assertEquals("' + fake(16, "Ae3Qt") + '", token);', fake(16, "Ae3Qt")),
     # One case only, as long as a key: 32 hex digits, 20 letters and digits.
     ("secret", 'if api_key == "' + fake(32, "4f9a8b7c6d5e") + '":', fake(32, "4f9a8b7c6d5e")),
     ("secret", "assert token != '" + fake(20, "a8f3k2m9x7q1") + "'", fake(20, "a8f3k2m9x7q1")),
@@ -502,19 +527,13 @@ PLANTED: list[tuple[str, str, str]] = [
     ),
     (
         "password",
-        json.dumps(
-            {
-                "command": '$s = ConvertTo-SecureString -Force -AsPlainText -String "'
-                + fake(12, "Sj3Ws6")
-                + '"'
-            }
-        ),
+        '$s = ConvertTo-SecureString -Force -AsPlainText -String "' + fake(12, "Sj3Ws6") + '"',
         fake(12, "Sj3Ws6"),
     ),
     ("password", "echo '" + fake(12, "Rh5pS9") + "' | passwd --stdin bob", fake(12, "Rh5pS9")),
     (
         "password",
-        json.dumps({"cmd": 'echo "' + fake(12, "Rs2uP7") + '" | sudo passwd --stdin root'}),
+        'echo "' + fake(12, "Rs2uP7") + '" | sudo passwd --stdin root',
         fake(12, "Rs2uP7"),
     ),
     (
@@ -978,6 +997,30 @@ NEAR_MISSES = [
     'if token == "localhost:8080":',
     'if token == "paris1234567890123456":',
     'assert token == "verylongidentifiername1"',
+    # The literal first or compared by a call: a short, word-like or empty literal, a variable, a
+    # name that is no secret's, a call's result, two literals, two names.
+    'if "hello" == token:',
+    'if "2024-01-01T00:00:00Z" == token:',
+    "if ('v1.2.3-beta4' === process.env.TOKEN_VERSION) {}",
+    '"Zq8wLm3N1b" == get_token()',
+    '"Zq8wLm3N1b" == token.strip()',
+    'if ("Zq8wLm3N1b" == username) {}',
+    'if password.equals("") {',
+    'if (token.equals("Bearer")) {',
+    'if (strcmp(password, "secret") == 0)',
+    "hmac.compare_digest(token, expected)",
+    "hmac.compare_digest(token.encode(), expected_token)",
+    'assertEquals("Paris123", token)',
+    'assertEquals("access_token", token.getType())',
+    'if ("password".equals(field)) {',
+    'if ("Zq8wLm3N1b".equals(username)) {',
+    'if (username.equals("Zq8wLm3N1b")) {',
+    'compare_digest(token, "verylongidentifiername1")',
+    'strcmp(password, "hello world 123")',
+    'Objects.equals(keyword, "Zq8wLm3N1b")',
+    'assertEquals("Zq8wLm3N1b", "Zq8wLm3N1b")',
+    "assertEquals(token, token2)",
+    "The strcmp(password, input) call compares them in variable time; use hmac.compare_digest().",
     "password=None",
     "def connect(password: str | None = None, token: str = '') -> None:",
     "token = get_token()",
@@ -1147,6 +1190,24 @@ def test_near_miss_is_left_alone(text: str) -> None:
 def test_what_follows_an_aws_key_id_is_no_secret_unless_it_looks_like_one(after: str) -> None:
     key_id = "AKIA" + "Q7Q7" * 4
     assert Redactor().redact(key_id + after) == ("[REDACTED:aws_access_key]" + after, {"aws_access_key": 1})
+
+
+# Commands whose quoted value the shared value regexes read in a JSON string one level deep
+# (a quote escaped by one backslash, or three): as a tool call's arguments hold them.
+JSON_COMMANDS = [
+    '$s = ConvertTo-SecureString -Force -AsPlainText -String "' + fake(12, "Sj5Wq6") + '"',
+    '$s = ConvertTo-SecureString -AsPlainText "' + fake(12, "Sj5Wq6") + '" -Force',
+    'echo "' + fake(12, "Sj5Wq6") + '" | sudo passwd --stdin root',
+    'passwd --stdin bob <<< "' + fake(12, "Sj5Wq6") + '"',
+]
+
+
+@pytest.mark.parametrize("command", JSON_COMMANDS)
+def test_a_command_in_a_json_string_loses_its_password(command: str) -> None:
+    out, counts = Redactor().redact(json.dumps({"command": command}))
+    assert fake(12, "Sj5Wq6") not in out
+    assert json.loads(out) == {"command": command.replace(fake(12, "Sj5Wq6"), placeholder("password"))}
+    assert counts == {"password": 1}
 
 
 @pytest.mark.parametrize(("kind", "text", "secret"), PLANTED)
@@ -1550,6 +1611,11 @@ def test_an_encrypted_pem_keys_literals_keep_their_headers_and_lose_their_base64
         "echo x | passwd " + "-l " * 30_000,  # passwd's options, and no --stdin after them
         "passwd --stdin x <<< " * 5_000,  # each here-string looks back for its reader
         "ConvertTo-SecureString -AsPlainText -Force " * 3_000,  # switches, and no string after them
+        "'abcdefghij' == token " * 5_000,  # each reversed comparison looks back for its literal
+        '"a"==' + "x" * 100_000,  # a name longer than a name
+        'strcmp(password, "' * 6_000,  # calls with an unclosed literal
+        "equals(token, " * 8_000,  # and with no second operand
+        '"x".equals(' * 10_000,  # and with no operand at all
     ],
     ids=[
         "env-entry-blanks",
@@ -1578,6 +1644,11 @@ def test_an_encrypted_pem_keys_literals_keep_their_headers_and_lose_their_base64
         "passwd-options",
         "passwd-here-strings",
         "secure-string-switches",
+        "comparisons-reversed",
+        "comparisons-reversed-long-name",
+        "comparing-calls-unclosed",
+        "comparing-calls-one-operand",
+        "comparing-calls-no-operand",
     ],
 )
 def test_pathological_texts_redact_in_linear_time(text: str) -> None:

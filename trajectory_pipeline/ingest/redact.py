@@ -54,9 +54,9 @@ passes (`_PASSES`) that each start on one literal anchor: a vendor prefix (`sk-`
 AC.../AGE-/`pypi-A`/`bot-id:A`, "S" of SG./SK/`LS0t`, `eyJ` of a JWT, `earer` of Bearer,
 the "=" or ":" after a secret-named key, "-" of a flag, "|" and `<<<` before `sudo -S`,
 `chpasswd` or `passwd --stdin`, `ecure` of ConvertTo-SecureString, `set` and a `.netrc`
-`password`, `uth` of a basic-auth pair in code, `ya29.` of a Google OAuth token, "+" of a phone
-number, "~" of a home, "@" of an e-mail, "/" of a home path, the newline before an `ls -l`
-line.
+`password`, "(" of a comparing call (`equals(`, `strcmp(`), `uth` of a basic-auth pair in
+code, `ya29.` of a Google OAuth token, "+" of a phone number, "~" of a home, "@" of an
+e-mail, "/" of a home path, the newline before an `ls -l` line.
 Fixed-width lookbehinds reject most anchors inside `re` (the "=" and ":" passes test the
 two characters before the anchor at once, since one letter such as the "s" of `pass`
 ends too many words; rarer keys such as `cookie`, `private_key_id` or `sig` share the
@@ -2112,10 +2112,31 @@ _EQUALS_CLOSERS = ("", " ", '" ', "' ", '"]', "']", '"] ', "'] ", '\\"]', '\\"] 
 # Cookie header, a SAS sig=, .npmrc's _auth) are read as assignments, never compared.
 _COMPARED_CLOSERS = (*_EQUALS_CLOSERS, '")', "')", '") ', "') ", '\\")', '\\") ', '\\\\\\")', '\\\\\\") ')
 _NOT_EQUAL_CLOSERS = tuple(closer + "!" for closer in _COMPARED_CLOSERS)
+# The comparison may also be written the other way round, the literal first (`"..." ==
+# os.environ["DB_PASSWORD"]`, `'...' === process.env.API_TOKEN`, `"..." != token`): a quote before
+# the operator, the name after it (`_operand_name`), judged as the other way. A name that goes on
+# into a call or a subscript (`"..." == get_token()`, `"..." == token.strip()`) is no name's value.
+# The name's end must pass the keywords' two-letter test, or be a quoted subscript's or argument's.
+# A quote's escapes: none, or a JSON string's one, two or three levels deep (a command in an
+# argument of a tool call's arguments).
+_JSON_ESCAPES = r"(?:\\{7}|\\{3}|\\)?"
+_KEYWORD_END = f"(?<=[{_letters(_KEYWORDS, -2)}][{_letters(_KEYWORDS, -1)}])"
+
+
+def _operand_name(p: str) -> str:
+    """A compared name, its group `{p}name`: dotted, maybe with a quoted subscript or argument."""
+    return (
+        rf"(?P<{p}name>[A-Za-z_$][A-Za-z0-9_$.>-]{{0,200}}+"
+        rf"(?:[\[(]{_JSON_ESCAPES}[\"'][A-Za-z0-9_.-]{{1,100}}+{_JSON_ESCAPES}[\"'][\])])?)"
+        rf"(?:{_KEYWORD_END}|(?<=[\"'][\])]))"
+    )
+
+
 # Each form has its own gate: an assignment's the names' two-character test; a comparison's
 # comes behind a one-character test ("=" ahead for `==`, "!=" behind for `!=`), which an "="
 # of an assignment fails at once, so that assignments cost what they did before comparisons
-# were added. A comparison is judged by its quoted literal alone, so only a quoted literal is
+# were added; the literal-first form comes behind the same test, then the quote before the
+# operator. A comparison is judged by its quoted literal alone, so only a quoted literal is
 # looked for after it (`_VALUE` would scan up to `_MAX_VALUE` characters of an unquoted word).
 _EQUALS = re.compile(
     "=(?:"
@@ -2131,6 +2152,11 @@ _EQUALS = re.compile(
     + _names_end(_KEYWORDS, _NOT_EQUAL_CLOSERS, "=")
     + r"=?)(?!=)[ \t]*(?="
     + _quoted("c")
+    + ")"
+    # the literal first: after the anchor "=", the quote before `==`, `===`, `!=` or `!==`
+    + r"|(?P<rcmp>(?==)(?:(?<=[\"']=)|(?<=[\"'] =))==?|(?<=!=)(?:(?<=[\"']!=)|(?<=[\"'] !=))=?)"
+    + r"(?!=)[ \t]*(?="
+    + _operand_name("r")
     + ")"
     # `id` output: uid=1000(name) gid=1000(name) groups=1000(name),27(sudo).
     + r"|(?<=uid=)[0-9]+\((?P<uid>[a-z_][a-z0-9_.-]{0,31}\$?)\)"
@@ -2150,6 +2176,8 @@ def _equals_pass_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
         return _id_output_spans(text, m) if _starts_token(text, m.start() - 3) else _NONE
     if m.group("cmp") is not None:
         return _compared_span(text, m)
+    if m.group("rcmp") is not None:
+        return _reversed_compared_span(text, m)
     return _equals_span(text, m)
 
 
@@ -2167,13 +2195,53 @@ def _compared_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     span = None if found is None else _quoted_span(text, m, "c")
     if found is None or span is None:
         return _NONE
-    start, end = span
+    return _compared_literal(text, *span, *found)
+
+
+def _compared_literal(text: str, start: int, end: int, kind: str, name: str) -> tuple[Span, ...]:
+    """The quoted literal text[start:end] compared with secret-named `name`, as a finding when
+    it looks like a hard-coded secret (see `_compared_span`)."""
     value = text[start:end]
     if " " in value or "\\" in value or _is_label_or_test_value(value):
         return _NONE
     if not _random_literal(value) and _vendor_kind(value) is None:
         return _NONE
-    return _judged_span(text, start, end, found[0], found[1], quoted=True)
+    return _judged_span(text, start, end, kind, name, quoted=True)
+
+
+# A quoted literal that ends at a given place (`_LITERAL_BEFORE`, searched for over the
+# `_LITERAL_REACH` characters before it): no blank, quote or backslash inside, which a compared
+# literal judged a secret never holds; a Python bytes literal's "b" before it.
+def _literal(p: str) -> str:
+    """A compared literal, its groups `{p}q` (the quote) and `{p}lv` (the value)."""
+    return rf"[bB]?(?P<{p}q>{_JSON_ESCAPES}[\"'])(?P<{p}lv>[^\"'\\\s]{{1,200}}+)(?P={p}q)"
+
+
+_LITERAL_BEFORE = re.compile(_literal("l") + r"\Z")
+_LITERAL_REACH = 210
+
+
+def _literal_before(text: str, end: int) -> tuple[int, int] | None:
+    """The span of the value of the quoted literal that ends at `end`, if one does."""
+    literal = _LITERAL_BEFORE.search(text, max(0, end - _LITERAL_REACH), end)
+    return None if literal is None else literal.span("llv")
+
+
+def _compared_name(text: str, end: int) -> tuple[str, str] | None:
+    """The kind and name of the secret-named operand that ends at `end` (`_secret_name`),
+    unless the operand goes on into a call or a subscript."""
+    if end < len(text) and text[end] in "([":
+        return None
+    return _secret_name(text, end, _KEYWORDS)
+
+
+def _reversed_compared_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    """The literal before `==` (or `!=`, ...) when a secret-named name follows the operator."""
+    found = _compared_name(text, m.end("rname"))
+    span = None if found is None else _literal_before(text, _back_over(text, m.start(), " !"))
+    if found is None or span is None:
+        return _NONE
+    return _compared_literal(text, *span, *found)
 
 
 _HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
@@ -2192,6 +2260,62 @@ def _random_literal(value: str) -> bool:
     if len(value) >= 32 and all(c in _HEX_DIGITS for c in value):
         return True
     return len(value) >= 20 and value.isascii() and value.isalnum()
+
+
+# --- Pass "(": a secret-named name compared with a literal by a call --------------------
+# Java's and Kotlin's `password.equals("...")` (also `equalsIgnoreCase`, C#'s `Equals`) and the
+# literal first (`"...".equals(password)`); two-argument comparisons: `Objects.equals(apiKey,
+# "...")`, `hmac.compare_digest(token, "...")` (also `b"..."`), PHP's `hash_equals($token, "...")`,
+# Rails' `secure_compare`, C's `strcmp(password, "...")` and `strcasecmp`, tests'
+# `assertEquals("...", token)` and `assertEqual(token, "...")`. One operand is a quoted literal,
+# the other a secret-named name (`_operand_name`, or a method's receiver: `_secret_name`), and the
+# literal is judged as one compared by `==` (`_compared_literal`): `password.equals("")`,
+# `token.equals("Bearer")`, `strcmp(password, "secret")` and `compare_digest(token, expected)`
+# stay. The anchor is the call's "(", the function's name a lookbehind after a one-character test.
+_COMPARING_CALLS = (
+    *("equal(", "equals(", "equalsignorecase(", "compare_digest(", "secure_compare("),
+    *("strcmp(", "strcasecmp("),  # C's
+)
+_CALL_COMPARED = re.compile(
+    r"\((?<=[eElLpPsStT]\()"
+    + _lookbehind_any(list(_COMPARING_CALLS))
+    + r"[ \t]*"
+    + f"(?:{_literal('a')}|{_operand_name('a')})"
+    + r"(?:[ \t]*,[ \t]*"
+    + f"(?:{_literal('b')}|{_operand_name('b')})"
+    + r")?[ \t]*\)"
+)
+
+
+def _call_compared_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    if m.group("bq") is None and m.group("bname") is None:
+        return _method_compared_span(text, m)
+    if (m.group("aq") is None) == (m.group("bq") is None):
+        return _NONE  # two literals, or two names
+    literal, name = ("a", "b") if m.group("aq") is not None else ("b", "a")
+    found = _compared_name(text, m.end(name + "name"))
+    if found is None:
+        return _NONE
+    return _compared_literal(text, *m.span(literal + "lv"), *found)
+
+
+def _method_compared_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    """The literal of `receiver.equals(argument)`: the argument, or the receiver when the
+    argument is the secret-named name."""
+    dot = _back_over(text, m.start(), _WORD) - 1
+    if dot < 1 or text[dot] != ".":
+        return _NONE
+    if m.group("aq") is not None:
+        if text[dot - 1] in "\"'":
+            return _NONE  # a literal compared with a literal
+        found = _secret_name(text, dot, _KEYWORDS)
+        span: tuple[int, int] | None = m.span("alv")
+    else:
+        found = _compared_name(text, m.end("aname"))
+        span = None if found is None else _literal_before(text, dot)
+    if found is None or span is None:
+        return _NONE
+    return _compared_literal(text, *span, *found)
 
 
 _ARN_SECRET = re.compile(r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]*:[0-9]{12}:secret\Z")
@@ -3085,6 +3209,7 @@ _PASSES: tuple[tuple[re.Pattern[str], Resolver], ...] = (
     (_EQUALS, _equals_pass_span),
     (_COLON, _colon_span),
     (_COMMA, _comma_span),
+    (_CALL_COMPARED, _call_compared_span),
     (_ENV_PAIR, _env_pair_span),
     (_PIPED, _piped_span),
     (_HERE_STRING, _here_string_span),
@@ -3145,6 +3270,10 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
       password and "@" (negated classes excluding only ASCII characters Python excludes
       too, unbounded; a backslash may stand in the password); and `:`, backslashes, `Users`
       and a backslash.
+      `=` also: a quote, the comparison operator, then the operand name's classes (with its
+      subscript's brackets and quotes) unbounded, and the name end's two-character test.
+    - `(`: each comparing call's name `caseless` (the lookbehind consumed), "(", blanks and a
+      character an operand may start with (a name's, a quote, a JSON escape's backslash).
     - `</`: a keyword `caseless`, a closing quote (maybe escaped) and ">", then the text up
       to "</" or a CDATA section's opening; a property list's `</key>`, any bytes but "<"
       (the gap's blanks, unicode ones included) and `<string>`. ` value=`: the characters
@@ -3233,6 +3362,9 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
             # a subscript's "] and a call's ") too, and the "!" of "!="
             + r")(?: |\x22 |' |(?:\\|\\{3})?\x22[\])] ?|'[\])] ?)?!?=",
             r"uid=[0-9]+\([a-z_]",
+            # the literal first: its closing quote, the operator, then a name up to its keyword
+            r"[\x22'] ?(?:!=|==)=?[ \t]*[A-Za-z0-9_$.>()\[\]\x22'\\-]*"
+            + rf"(?:[{_letters(_KEYWORDS, -2)}][{_letters(_KEYWORDS, -1)}]|[\x22'][\])])",
         ),
         _COLON: (
             "(?:" + "|".join(caseless(k) for k in (*_COLON_NAMES, "authorization")) + ")" + closer + ":",
@@ -3242,6 +3374,9 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
             r":\\+(?:[Uu]sers|USERS)\\",
         ),
         _COMMA: ("(?:" + "|".join(caseless(k) for k in _KEYWORDS) + ")" + closer + ",",),
+        _CALL_COMPARED: (
+            "(?:" + "|".join(caseless(call) for call in _COMPARING_CALLS) + r")[ \t]*[A-Za-z_$\x22'\\]",
+        ),
         _ENV_PAIR: (
             r"[Nn]ame(?:\\{0,3}[\x22'])?[ \t]*:[ \t]*(?:\\{0,3}[\x22'])?[A-Za-z0-9_.-]*"
             rf"[{_letters(_KEYWORDS, -2)}][{_letters(_KEYWORDS, -1)}][\x22'\\]*[ \t]*,?[ \t\r\n\\nrt]*"
@@ -3336,6 +3471,7 @@ _REQUIRED: dict[re.Pattern[str], str] = {
     _EQUALS: "=",
     _COLON: ":",
     _COMMA: ",",
+    _CALL_COMPARED: "(",
     _ENV_PAIR: "alue",
     _PIPED: "|",
     _HERE_STRING: "<<<",
