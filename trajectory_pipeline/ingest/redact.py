@@ -2135,8 +2135,8 @@ def _operand_name(p: str) -> str:
 # Each form has its own gate: an assignment's the names' two-character test; a comparison's
 # comes behind a one-character test ("=" ahead for `==`, "!=" behind for `!=`), which an "="
 # of an assignment fails at once, so that assignments cost what they did before comparisons
-# were added; the literal-first form comes behind the same test, then the quote before the
-# operator. A comparison is judged by its quoted literal alone, so only a quoted literal is
+# were added; the literal-first form shares that test (one for both forms), then tests the
+# quote before the operator. A comparison is judged by its quoted literal alone, so only a quoted literal is
 # looked for after it (`_VALUE` would scan up to `_MAX_VALUE` characters of an unquoted word).
 _EQUALS = re.compile(
     "=(?:"
@@ -2144,7 +2144,7 @@ _EQUALS = re.compile(
     + _names_end(_EQUALS_NAMES, _EQUALS_CLOSERS, "=")
     + r">?(?!=)[ \t]*"
     + _VALUE
-    + "|(?P<cmp>(?==)"
+    + "|(?:(?==)|(?<=!=))(?:(?P<cmp>(?==)"
     + _gate(_KEYWORDS, _COMPARED_CLOSERS, "=")
     + _names_end(_KEYWORDS, _COMPARED_CLOSERS, "=")
     + "==?|(?<=!=)"
@@ -2157,7 +2157,7 @@ _EQUALS = re.compile(
     + r"|(?P<rcmp>(?==)(?:(?<=[\"']=)|(?<=[\"'] =))==?|(?<=!=)(?:(?<=[\"']!=)|(?<=[\"'] !=))=?)"
     + r"(?!=)[ \t]*(?="
     + _operand_name("r")
-    + ")"
+    + "))"
     # `id` output: uid=1000(name) gid=1000(name) groups=1000(name),27(sudo).
     + r"|(?<=uid=)[0-9]+\((?P<uid>[a-z_][a-z0-9_.-]{0,31}\$?)\)"
     r"(?:[ \t]+gid=[0-9]+\((?P<gid>[a-z_][a-z0-9_.-]{0,31}\$?)\))?"
