@@ -418,6 +418,12 @@ PLANTED: list[tuple[str, str, str]] = [
     ),
     ("password", 'if (strcmp(user->password, "' + fake(12, "Sc6Mp") + '") == 0)', fake(12, "Sc6Mp")),
     ("secret", "$ok = hash_equals($token, '" + fake(12, "Ph5Hq") + "');", fake(12, "Ph5Hq")),
+    ("password", 'if (strncmp(password, "' + fake(12, "Sn4Qx") + '", 12) == 0)', fake(12, "Sn4Qx")),
+    (
+        "password",
+        'if (password.equals("' + fake(12, "Kt2Ic") + '", ignoreCase = true)) login()',
+        fake(12, "Kt2Ic"),
+    ),
     ("secret", 'assertEquals("' + fake(16, "Ae3Qt") + '", token);', fake(16, "Ae3Qt")),
     # One case only, as long as a key: 32 hex digits, 20 letters and digits.
     ("secret", 'if api_key == "' + fake(32, "4f9a8b7c6d5e") + '":', fake(32, "4f9a8b7c6d5e")),
@@ -1017,6 +1023,8 @@ NEAR_MISSES = [
     'if (username.equals("Zq8wLm3N1b")) {',
     'compare_digest(token, "verylongidentifiername1")',
     'strcmp(password, "hello world 123")',
+    'if (strncmp(password, "secret", 6) == 0)',
+    'if (strncmp(buf, "Zq8wLm3N1b", n) == 0)',
     'Objects.equals(keyword, "Zq8wLm3N1b")',
     'assertEquals("Zq8wLm3N1b", "Zq8wLm3N1b")',
     "assertEquals(token, token2)",
@@ -1616,6 +1624,7 @@ def test_an_encrypted_pem_keys_literals_keep_their_headers_and_lose_their_base64
         'strcmp(password, "' * 6_000,  # calls with an unclosed literal
         "equals(token, " * 8_000,  # and with no second operand
         '"x".equals(' * 10_000,  # and with no operand at all
+        'strncmp(token, "abcdefgh", ' * 5_000,  # and a last argument never closed
     ],
     ids=[
         "env-entry-blanks",
@@ -1649,6 +1658,7 @@ def test_an_encrypted_pem_keys_literals_keep_their_headers_and_lose_their_base64
         "comparing-calls-unclosed",
         "comparing-calls-one-operand",
         "comparing-calls-no-operand",
+        "comparing-calls-last-argument-unclosed",
     ],
 )
 def test_pathological_texts_redact_in_linear_time(text: str) -> None:

@@ -203,6 +203,7 @@ ADVERSARIAL: list[tuple[str, str]] = [
     ("(", "strcaſecmp(user->pwd, 'x')"),
     ("(", "Rack::Utils.secure_compare(os.environ['TOKEN'], 'x')"),
     ("(", "assertEqual('x', token)"),
+    ("(", "strncmp(pwd, 'x', 1é)"),
     ("=", "pwd=\ud800"),
     (":", "authorızation: Basic Zx81Zx81"),
     (":", "Author\u0130zat\u0131on: Bearer abcdefgh"),

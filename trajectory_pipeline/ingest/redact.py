@@ -2267,14 +2267,16 @@ def _random_literal(value: str) -> bool:
 # literal first (`"...".equals(password)`); two-argument comparisons: `Objects.equals(apiKey,
 # "...")`, `hmac.compare_digest(token, "...")` (also `b"..."`), PHP's `hash_equals($token, "...")`,
 # Rails' `secure_compare`, C's `strcmp(password, "...")` and `strcasecmp`, tests'
-# `assertEquals("...", token)` and `assertEqual(token, "...")`. One operand is a quoted literal,
+# `assertEquals("...", token)` and `assertEqual(token, "...")`; a last argument that is no
+# operand (`strncmp(password, "...", 12)`, C#'s `StringComparison.Ordinal`, Kotlin's
+# `password.equals("...", ignoreCase = true)`) is passed over. One operand is a quoted literal,
 # the other a secret-named name (`_operand_name`, or a method's receiver: `_secret_name`), and the
 # literal is judged as one compared by `==` (`_compared_literal`): `password.equals("")`,
 # `token.equals("Bearer")`, `strcmp(password, "secret")` and `compare_digest(token, expected)`
 # stay. The anchor is the call's "(", the function's name a lookbehind after a one-character test.
 _COMPARING_CALLS = (
     *("equal(", "equals(", "equalsignorecase(", "compare_digest(", "secure_compare("),
-    *("strcmp(", "strcasecmp("),  # C's
+    *("strcmp(", "strcasecmp(", "strncmp("),  # C's
 )
 _CALL_COMPARED = re.compile(
     r"\((?<=[eElLpPsStT]\()"
@@ -2283,7 +2285,7 @@ _CALL_COMPARED = re.compile(
     + f"(?:{_literal('a')}|{_operand_name('a')})"
     + r"(?:[ \t]*,[ \t]*"
     + f"(?:{_literal('b')}|{_operand_name('b')})"
-    + r")?[ \t]*\)"
+    + r")?(?:[ \t]*,[^()\r\n]{0,100}+)?[ \t]*\)"
 )
 
 
