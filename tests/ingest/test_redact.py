@@ -824,6 +824,15 @@ PLANTED: list[tuple[str, str, str]] = [
         "const key = { kty: 'oct', k: '" + fake(43, "Ko7cT3") + "', alg: 'HS256' }",
         fake(43, "Ko7cT3"),
     ),
+    # a comparing call formatted over several lines (also in a JSON string)
+    ("password", 'if (strcmp(password,\n           "' + fake(16, "Lb7Wc") + '") == 0) {', fake(16, "Lb7Wc")),
+    ("password", 'if (password.equals(\r\n    "' + fake(16, "Mq3Xe") + '")) {', fake(16, "Mq3Xe")),
+    (
+        "secret",
+        json.dumps('ok = hmac.compare_digest(\n    token,\n    "' + fake(20, "Ns4Vd") + '",\n)'),
+        fake(20, "Ns4Vd"),
+    ),
+    ("secret", "<token>" + fake(20, "Ty6Pb") + "</token>", fake(20, "Ty6Pb")),
 ]
 
 
@@ -1171,6 +1180,13 @@ NEAR_MISSES = [
     "git diff\n+1234567890\n-42",
     "Elixir: ~r/agent-[0-9]+/ and ~~N/A~~ and HEAD~2/x",
     "tls.crt: " + base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIB" + b"y" * 48).decode(),
+    # a lexer's or a tokenizer's tokens, and a form's prose in an element with attributes
+    '<token kind="op">=</token> <token kind="op">+=</token> <token kind="name">std::vector</token>',
+    '<token id="t2" pos="PUNCT">,</token><token id="t3" pos="CD">3.5%</token>',
+    "<tokens><token>Hello</token><token>world</token></tokens>",
+    '<password required="true">Must be eight characters</password>',
+    "if (strcmp(password,\n           buf) == 0) {",
+    'if (token.equals(\n    "Bearer")) {',
 ]
 
 
@@ -1601,6 +1617,8 @@ def test_an_encrypted_pem_keys_literals_keep_their_headers_and_lose_their_base64
         "API_TOKEN!=" * 6_000,
         # every "=" looked 4,096 characters ahead over a word its value is cut from
         "e.token=t;" * 10_000,  # a minified script
+        "x.equals(password)" * 5_500,  # each call searched 210 characters back for a literal
+        "strcmp(password," + " \n" * 50_000,  # a comparing call's line breaks, no argument after them
         "x&token=abc" * 9_000,  # a long query string
         "a='b'>x " * 12_000 + "</token>",  # a quote and ">": each element's text ran over the others
         "<password>" + "\n  " * 30_000 + "</",  # blank lines and no text
@@ -1638,6 +1656,8 @@ def test_an_encrypted_pem_keys_literals_keep_their_headers_and_lose_their_base64
         "comparisons-equal",
         "comparisons-not-equal",
         "minified-assignments",
+        "receivers-no-literal",
+        "comparing-call-breaks",
         "query-parameters",
         "xml-attribute-quotes",
         "xml-blank-lines",

@@ -362,17 +362,18 @@ def _quoted(p: str = "") -> str:
 # space, a stop or the end: `password=x&&ls`) or starts a query parameter or an entity
 # (`?password=x&next=/`, `x&amp;`). A ";" inside it (`Xk9;mP2`) belongs to it too, unless a
 # `key=` follows (`Password=x;Database=y`) or, as `_word_end` sees, a command (`pw=x;ls`).
-# The word stops before the next `key=` in the regex itself, so that a pass's lookahead
-# over a value ends where the value does: a minified script's `e.token=t;e.token=t;...` or
-# a long query string would otherwise have every "=" look `_MAX_VALUE` characters ahead.
+# The word stops before the next `key=` (of at most 64 characters) or entity in the regex
+# itself, so that a pass's lookahead over a value ends where the value does: a minified
+# script's `e.token=t;e.token=t;...` or a long query string would otherwise have every "="
+# look `_MAX_VALUE` characters ahead. `_word_end` makes the same cuts exactly (a longer key).
 # A backslash escape belongs to it (`ab\cd`, `p\;w`, `\u0041`, JSON's `\\` for one
 # backslash, at any depth) unless it is a JSON newline, tab or quote, which ends the word
 # as it ends a JSON string's line. Nor does it run into a PEM block glued after it
 # (`-u user:pass@host-----BEGIN ...`): the block's own pass must see its header.
 _STOP = r"\s\"'`\\,;(){}\[\]<>|"
-_KEY_AHEAD = r"[A-Za-z_][\w.-]*="
+_KEY_AHEAD = r"[A-Za-z_][\w.-]{0,63}="
 _WORD_CHAR = (
-    rf"(?:(?!-----BEGIN )[^{_STOP}&]|&(?=[^{_STOP}&])(?!{_KEY_AHEAD}|#?[A-Za-z0-9]+;)"
+    rf"(?:(?!-----BEGIN )[^{_STOP}&]|&(?=[^{_STOP}&])(?!{_KEY_AHEAD}|#?[A-Za-z0-9]{{1,32}};)"
     rf"|;(?=[^{_STOP}&])(?!{_KEY_AHEAD})"
     r"|\\u[0-9A-Fa-f]{4}|(?:\\\\)+(?=[^\s\"'`\\nrtbfu])|\\[^\s\"'`\\nrtbfu])"
 )
@@ -623,6 +624,11 @@ def _is_passphrase(value: str) -> bool:
     return not any(w in _LABEL_WORDS or w.removesuffix("s") in _LABEL_WORDS for w in words)
 
 
+# A "&" inside an unquoted value that starts a query parameter or an entity:
+# `?password=x&next=/`, `x&amp;` (the ";" of an entity is just past the value).
+_AMP_CUT = re.compile(r"&(?:[A-Za-z_][\w.-]*=|#?[A-Za-z0-9]+;)")
+
+
 def _back_over(text: str, end: int, chars: str | frozenset[str]) -> int:
     """Where the run of `chars` that ends at `end` starts (`end` when none does)."""
     while end > 0 and text[end - 1] in chars:
@@ -721,7 +727,7 @@ def _closing_quote(text: str, q: str, start: int, end: int) -> int:
 # What follows a ";" inside an unquoted value when the ";" ends it: a `key=` (the next
 # pair of a connection string) or a command word (`;ls`, `; cd x`); else the ";" and
 # what follows belong to the value (`Xk9;mP2`, `p4ss;word`).
-_SEMICOLON_CUT = re.compile(_KEY_AHEAD + r"|(?P<word>[a-z][a-z0-9_.-]*)(?![^\s\"'`\\,;(){}\[\]<>|&])")
+_SEMICOLON_CUT = re.compile(r"[A-Za-z_][\w.-]*=|(?P<word>[a-z][a-z0-9_.-]*)(?![^\s\"'`\\,;(){}\[\]<>|&])")
 _SHELL_WORDS = frozenset(
     (
         *("cd", "echo", "exit", "export", "set", "unset", "source", "true", "false", "sleep", "exec"),
@@ -740,8 +746,14 @@ def _ends_with_semicolon(text: str, i: int, end: int) -> bool:
 
 
 def _word_end(text: str, start: int, end: int) -> int:
-    """The end of the unquoted value text[start:end]: before a ";" that separates commands
-    (or pairs, where the regex's word reached its limit first) and trailing dots."""
+    """The end of the unquoted value text[start:end]: before a query "&", a ";" that
+    separates commands or pairs, and trailing dots."""
+    amp = text.find("&", start, end)
+    while amp != -1:
+        if _AMP_CUT.match(text, amp):
+            end = amp
+            break
+        amp = text.find("&", amp + 1, end)
     semicolon = text.find(";", start, end)
     while semicolon != -1:
         if _ends_with_semicolon(text, semicolon + 1, end):
@@ -2223,6 +2235,8 @@ _LITERAL_REACH = 210
 
 def _literal_before(text: str, end: int) -> tuple[int, int] | None:
     """The span of the value of the quoted literal that ends at `end`, if one does."""
+    if end == 0 or text[end - 1] not in "\"'":
+        return None  # `x.equals(password)`: no search over the reach before each call
     literal = _LITERAL_BEFORE.search(text, max(0, end - _LITERAL_REACH), end)
     return None if literal is None else literal.span("llv")
 
@@ -2278,14 +2292,15 @@ _COMPARING_CALLS = (
     *("equal(", "equals(", "equalsignorecase(", "compare_digest(", "secure_compare("),
     *("strcmp(", "strcasecmp(", "strncmp("),  # C's
 )
+_CALL_GAP = r"(?:\s|\\+[nrt])*+"  # formatted code breaks a call's lines (possessive: gaps meet)
 _CALL_COMPARED = re.compile(
     r"\((?<=[eElLpPsStT]\()"
     + _lookbehind_any(list(_COMPARING_CALLS))
-    + r"[ \t]*"
+    + _CALL_GAP
     + f"(?:{_literal('a')}|{_operand_name('a')})"
-    + r"(?:[ \t]*,[ \t]*"
+    + f"(?:{_CALL_GAP},{_CALL_GAP}"
     + f"(?:{_literal('b')}|{_operand_name('b')})"
-    + r")?(?:[ \t]*,[^()\r\n]{0,100}+)?[ \t]*\)"
+    + rf")?(?:{_CALL_GAP},{_CALL_GAP}[^()\r\n]{{0,100}}+)?{_CALL_GAP}\)"
 )
 
 
@@ -2902,7 +2917,7 @@ def _xml_element_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     found = _keyword_at(text, m.start())
     if found is None:
         return _NONE
-    return _element_text_span(text, *_element_text_bounds(m), found[1])
+    return _element_text_span(text, *_element_text_bounds(m), found[1], name)
 
 
 def _named_element_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
@@ -2913,20 +2928,21 @@ def _named_element_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     return _element_text_span(text, *_element_text_bounds(m), found[1], words_are_prose=True)
 
 
+_TAG_BLANK = re.compile(r"\s|\\+[nrt]")  # what parts a tag's name from its attributes
+
+
 def _attributed_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
-    """The text of a secret-named element with attributes: `<wsse:Password Type="...">`."""
+    """The text of a secret-named element with attributes: `<wsse:Password Type="...">`; words
+    are prose there (`<password required="true">Must be eight characters</password>`)."""
     name = text[m.end() : text.find(">", m.end())]
     tag = text.rfind("<", max(0, m.start() - 1024), m.start())
-    name_end = tag + 1 + len(name)
     if tag == -1 or not text.startswith(name, tag + 1) or text.find(">", tag, m.start()) != -1:
         return _NONE
+    name_end = tag + 1 + len(name)
     found = _keyword_at(text, name_end) if _TAG_BLANK.match(text, name_end) else None
     if found is None:
         return _NONE
-    return _element_text_span(text, *_element_text_bounds(m), found[1])
-
-
-_TAG_BLANK = re.compile(r"\s|\\+[nrt]")  # what parts a tag's name from its attributes
+    return _element_text_span(text, *_element_text_bounds(m), found[1], name, words_are_prose=True)
 
 
 def _element_text_bounds(m: re.Match[str]) -> tuple[int, int]:
@@ -2949,14 +2965,17 @@ _ESCAPED_LINE_BREAK = re.compile(r"\\+[nr]")
 
 
 def _element_text_span(
-    text: str, start: int, end: int, kind: str, words_are_prose: bool = False
+    text: str, start: int, end: int, kind: str, name: str = "", words_are_prose: bool = False
 ) -> tuple[Span, ...]:
     """An element's text, blanks around it left out, judged as a quoted value (as an unquoted
     one, words kept, where an attribute names the element: `<textarea name="password">Type
     it here</textarea>` is a form's prose). Text set off by blanks and holding a clause's
     punctuation is prose that names the tags (`the <password> element, and </password>
     closes it`); a value's own punctuation is kept in (`<password>Tr0ub4dor! 3xZ</password>`).
-    Text over several lines is prose too: in a JSON string, a line break inside it."""
+    Text over several lines is prose too: in a JSON string, a line break inside it. An element
+    named `token` alone is a lexer's or a tokenizer's as often as a credential's (`<token
+    kind="op">=</token>`, `<token pos="NN">Hello</token>`): its text goes only where a compared
+    literal would (`_compared_literal`: random-looking or a vendor token)."""
     set_off = text[start] in " \t" or text[end - 1] in " \t"
     escape = _ESCAPED_BLANK.match(text, start, end)  # a JSON string's line breaks and tabs too
     if escape is not None:
@@ -2966,6 +2985,8 @@ def _element_text_span(
         return _NONE
     if _ESCAPED_LINE_BREAK.search(text, start, end):
         return _NONE  # lines of prose
+    if name.rpartition(":")[2].lower() == "token":
+        return _compared_literal(text, start, end, kind, name)
     return _literal_span(text, start, end, kind, quoted=not words_are_prose)
 
 
@@ -3376,9 +3397,7 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
             r":\\+(?:[Uu]sers|USERS)\\",
         ),
         _COMMA: ("(?:" + "|".join(caseless(k) for k in _KEYWORDS) + ")" + closer + ",",),
-        _CALL_COMPARED: (
-            "(?:" + "|".join(caseless(call) for call in _COMPARING_CALLS) + r")[ \t]*[A-Za-z_$\x22'\\]",
-        ),
+        _CALL_COMPARED: ("(?:" + "|".join(caseless(call) for call in _COMPARING_CALLS) + ")",),
         _ENV_PAIR: (
             r"[Nn]ame(?:\\{0,3}[\x22'])?[ \t]*:[ \t]*(?:\\{0,3}[\x22'])?[A-Za-z0-9_.-]*"
             rf"[{_letters(_KEYWORDS, -2)}][{_letters(_KEYWORDS, -1)}][\x22'\\]*[ \t]*,?[ \t\r\n\\nrt]*"
