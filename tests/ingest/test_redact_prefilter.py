@@ -204,6 +204,7 @@ ADVERSARIAL: list[tuple[str, str]] = [
     ("(", "Rack::Utils.secure_compare(os.environ['TOKEN'], 'x')"),
     ("(", "assertEqual('x', token)"),
     ("(", "strncmp(pwd, 'x', 1é)"),
+    ("(", "password.equals(\\n\u2003 \\\\n'x')"),  # line breaks and a unicode blank
     ("=", "pwd=\ud800"),
     (":", "authorızation: Basic Zx81Zx81"),
     (":", "Author\u0130zat\u0131on: Bearer abcdefgh"),

@@ -2148,8 +2148,9 @@ def _operand_name(p: str) -> str:
 # comes behind a one-character test ("=" ahead for `==`, "!=" behind for `!=`), which an "="
 # of an assignment fails at once, so that assignments cost what they did before comparisons
 # were added; the literal-first form shares that test (one for both forms), then tests the
-# quote before the operator. A comparison is judged by its quoted literal alone, so only a quoted literal is
-# looked for after it (`_VALUE` would scan up to `_MAX_VALUE` characters of an unquoted word).
+# quote before the operator. A comparison is judged by its quoted literal alone, so only a
+# quoted literal is looked for after it (`_VALUE` would scan up to `_MAX_VALUE` characters of an
+# unquoted word).
 _EQUALS = re.compile(
     "=(?:"
     + _gate(_EQUALS_NAMES, _EQUALS_CLOSERS, "=")
@@ -3295,8 +3296,9 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
       and a backslash.
       `=` also: a quote, the comparison operator, then the operand name's classes (with its
       subscript's brackets and quotes) unbounded, and the name end's two-character test.
-    - `(`: each comparing call's name `caseless` (the lookbehind consumed), "(", blanks and a
-      character an operand may start with (a name's, a quote, a JSON escape's backslash).
+    - `(`: each comparing call's name `caseless`, its "(" included (the lookbehind consumed);
+      the gap after it may hold any blank or line break, also JSON-escaped, so nothing after the
+      "(" is kept.
     - `</`: a keyword `caseless`, a closing quote (maybe escaped) and ">", then the text up
       to "</" or a CDATA section's opening; a property list's `</key>`, any bytes but "<"
       (the gap's blanks, unicode ones included) and `<string>`. ` value=`: the characters
