@@ -27,6 +27,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from trajectory_pipeline.ingest import redact
 from trajectory_pipeline.ingest.redact import KINDS, Redactor, placeholder
 from trajectory_pipeline.schema import canonical_json
 
@@ -1643,6 +1644,10 @@ def test_an_encrypted_pem_keys_literals_keep_their_headers_and_lose_their_base64
         "equals(token, " * 8_000,  # and with no second operand
         '"x".equals(' * 10_000,  # and with no operand at all
         'strncmp(token, "abcdefgh", ' * 5_000,  # and a last argument never closed
+        # each credential flag looked 1,024 characters back for its command word, twice
+        " -a" * 33_334,
+        "-k " * 30_000,
+        "curl -u x " * 10_000,
     ],
     ids=[
         "env-entry-blanks",
@@ -1679,9 +1684,50 @@ def test_an_encrypted_pem_keys_literals_keep_their_headers_and_lose_their_base64
         "comparing-calls-one-operand",
         "comparing-calls-no-operand",
         "comparing-calls-last-argument-unclosed",
+        "flags-no-command",
+        "flags-no-command-value-after",
+        "flags-after-commands",
     ],
 )
 def test_pathological_texts_redact_in_linear_time(text: str) -> None:
     """Not timed: before the reviews' fixes each took 3 s to over a minute (pytest's durations
     show a regression); the text has no secret and must come back as it was."""
     assert Redactor().redact(text)[0] == text
+
+
+COMMAND_PIECES = ["curl", "mysql", "mysqldump", "7z", "ssh-keygen", "nc", "git", "/usr/bin/", "~/", "x~"]
+COMMAND_PIECES += ["a/", "/", "~", "-", ".", "\\n", "\\", "n", "'", " ", " -u ", "\n", "é"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "~/curl -u x~/git -u a/curl/git -u \\ncurl -u 'mysql' -u ncurl -u",
+        "x/mysqldump~/7z\\n/usr/bin/ssh-keygen -N é~/nc -u \\\\nnc -u",
+    ],
+)
+def test_command_words_found_once_are_what_each_reach_finds_wherever_it_starts_and_ends(text: str) -> None:
+    """Every reach of a short text, in an order that looks back before and after words found,
+    and the short ones with a quoted stretch anywhere in them (a word is judged by its start)."""
+    reaches = [(start, i) for i in range(len(text) + 1) for start in range(max(0, i - 40), i + 1)]
+    for start, i in reaches[::-1] + reaches[::7] + reaches:
+        stretches = [[q, q + 2] for q in range(start, i) if i - start <= 12]
+        for quoted in [[], *stretches]:
+            expected = redact._scanned_last_command(text, start, i, quoted)
+            assert redact._last_command(text, start, i, quoted) == expected, (start, i, quoted)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_a_texts_command_words_found_once_are_what_a_scan_of_each_reach_finds(data: st.DataObject) -> None:
+    """Flags look back for their command word in the words their text's earlier flags found:
+    what a scan of each flag's own reach, its quoted stretches left out, finds (any order)."""
+    text = "".join(data.draw(st.lists(st.sampled_from(COMMAND_PIECES), max_size=200)))
+    after_others = [i + 1 for i, c in enumerate(text) if not redact._COMMAND_WORD_CHAR.match(c)]
+    ends = st.sampled_from(after_others) if after_others else st.just(0)
+    for i in data.draw(st.lists(st.one_of(ends, st.integers(0, len(text))), min_size=1, max_size=20)):
+        start = data.draw(st.integers(0, i))
+        bounds = st.lists(st.integers(start, i), max_size=4).filter(lambda q: len(q) % 2 == 0)
+        quoted = sorted(data.draw(bounds))
+        expected = redact._scanned_last_command(text, start, i, quoted)
+        assert redact._last_command(text, start, i, quoted) == expected
