@@ -426,6 +426,23 @@ PLANTED: list[tuple[str, str, str]] = [
         fake(12, "Kt2Ic"),
     ),
     ("secret", 'assertEquals("' + fake(16, "Ae3Qt") + '", token);', fake(16, "Ae3Qt")),
+    # A test's assertion with a message: JUnit 4's first (a literal or a variable, the secret-named
+    # operand second or third), JUnit 5's last; also in JSON.
+    ("secret", 'assertEquals("token matches", "' + fake(16, "Jm4Qa") + '", token);', fake(16, "Jm4Qa")),
+    (
+        "secret",
+        json.dumps(
+            {"code": 'Assert.assertNotEquals("token doesn\'t match", apiKey, "' + fake(16, "Jn7Wb") + '");'}
+        ),
+        fake(16, "Jn7Wb"),
+    ),
+    ("password", 'assertEquals(message, "' + fake(16, "Jv2Kc") + '", dbPassword);', fake(16, "Jv2Kc")),
+    ("secret", 'assertEquals("' + fake(16, "Jf5Td") + '", token, "token matches");', fake(16, "Jf5Td")),
+    (
+        "secret",
+        'assertEquals(\n    "token matches",\n    "' + fake(16, "Jl8Re") + '",\n    token);',
+        fake(16, "Jl8Re"),
+    ),
     # One case only, as long as a key: 32 hex digits, 20 letters and digits.
     ("secret", 'if api_key == "' + fake(32, "4f9a8b7c6d5e") + '":', fake(32, "4f9a8b7c6d5e")),
     ("secret", "assert token != '" + fake(20, "a8f3k2m9x7q1") + "'", fake(20, "a8f3k2m9x7q1")),
@@ -1038,6 +1055,17 @@ NEAR_MISSES = [
     'Objects.equals(keyword, "Zq8wLm3N1b")',
     'assertEquals("Zq8wLm3N1b", "Zq8wLm3N1b")',
     "assertEquals(token, token2)",
+    # An assertion's message is prose, never a secret; a word-like expected value, or no literal.
+    'assertEquals("token matches", expectedToken, token);',
+    'assertEquals("expected token", "Paris123", token);',
+    'assertEquals("token doesn\'t match", "Paris123", token);',
+    'assertEquals("password must be hashed", "secret", user.password);',
+    'assertEquals("Zq8wLm3N1b rotated", username, "Zq8wLm3N1b");',
+    'assertEquals("Zq8wLm3N1b", username, "token mismatch");',
+    'self.assertEqual(token, "Paris123", msg="token mismatch")',
+    'assertEquals(message, "Zq8wLm3N1b", username);',
+    'assertNotEquals("tokens differ", token1, token2);',
+    'if (strncmp(buf, "Zq8wLm3N1b", token_len) == 0)',
     "The strcmp(password, input) call compares them in variable time; use hmac.compare_digest().",
     "password=None",
     "def connect(password: str | None = None, token: str = '') -> None:",
@@ -1643,6 +1671,9 @@ def test_an_encrypted_pem_keys_literals_keep_their_headers_and_lose_their_base64
         'strcmp(password, "' * 6_000,  # calls with an unclosed literal
         "equals(token, " * 8_000,  # and with no second operand
         '"x".equals(' * 10_000,  # and with no operand at all
+        'assertEquals("a message never closed, ' * 3_000,  # a message's literal holds blanks
+        "assertEquals(message, " * 5_000,  # a first name taken for a message, no arguments after
+        'assertEquals(msg, "abcdefgh", ' * 4_000,  # and no third argument
         'strncmp(token, "abcdefgh", ' * 5_000,  # and a last argument never closed
         # each credential flag looked 1,024 characters back for its command word, twice
         " -a" * 33_334,
@@ -1683,6 +1714,9 @@ def test_an_encrypted_pem_keys_literals_keep_their_headers_and_lose_their_base64
         "comparing-calls-unclosed",
         "comparing-calls-one-operand",
         "comparing-calls-no-operand",
+        "comparing-calls-message-unclosed",
+        "comparing-calls-message-name",
+        "comparing-calls-message-name-two-arguments",
         "comparing-calls-last-argument-unclosed",
         "flags-no-command",
         "flags-no-command-value-after",

@@ -203,6 +203,8 @@ ADVERSARIAL: list[tuple[str, str]] = [
     ("(", "strcaſecmp(user->pwd, 'x')"),
     ("(", "Rack::Utils.secure_compare(os.environ['TOKEN'], 'x')"),
     ("(", "assertEqual('x', token)"),
+    ("(", "assertEquals(\\\"a 'b'\\\",\t'x', pa\u017fsword)"),
+    ("(", 'Assert.assertNotEquals(msg, apiKey, "x", 1)'),
     ("(", "strncmp(pwd, 'x', 1é)"),
     ("(", "password.equals(\\n\u2003 \\\\n'x')"),  # line breaks and a unicode blank
     ("=", "pwd=\ud800"),

@@ -2368,32 +2368,53 @@ def _random_literal(value: str) -> bool:
 # literal is judged as one compared by `==` (`_compared_literal`): `password.equals("")`,
 # `token.equals("Bearer")`, `strcmp(password, "secret")` and `compare_digest(token, expected)`
 # stay. The anchor is the call's "(", the function's name a lookbehind after a one-character test.
+# A test's assertion may carry a message: JUnit 4's first (`assertEquals("token matches", "...",
+# token)`, `assertNotEquals(msg, token, "...")`), JUnit 5's and unittest's last (`assertEquals(
+# "...", token, "token matches")`). So a third argument is read as an operand too, and a quoted
+# argument may hold blanks and the other quote (`_argument`); when a secret-named name is among
+# the operands, each literal is judged: a message is prose (a blank in it) or a word, which
+# `_compared_literal` never takes for a secret. JUnit 4's message may be a variable, a name that
+# is no secret's (`assertEquals(message, "...", token)`): such a first name counts only before
+# two more arguments, so that `assertEqual(result, "...")` fails in the regex as before.
 _COMPARING_CALLS = (
     *("equal(", "equals(", "equalsignorecase(", "compare_digest(", "secure_compare("),
     *("strcmp(", "strcasecmp(", "strncmp("),  # C's
 )
 _CALL_GAP = r"(?:\s|\\+[nrt])*+"  # formatted code breaks a call's lines (possessive: gaps meet)
+
+
+def _argument(p: str) -> str:
+    """A comparing call's quoted argument or operand name, its groups those of `_operand_name(p)`
+    or `{p}q` (the quote) and `{p}lv` (the value): a compared literal or an assertion's message,
+    which may hold blanks and the other quote (`"token doesn't match"`)."""
+    return (
+        rf"(?:[bB]?(?P<{p}q>{_JSON_ESCAPES}(?:(?P<{p}d>\")|'))"
+        rf"(?P<{p}lv>(?({p}d)[^\"\\\r\n]|[^'\\\r\n]){{1,200}}+)(?P={p}q)|{_operand_name(p)})"
+    )
+
+
 _CALL_COMPARED = re.compile(
     r"\((?<=[eElLpPsStT]\()"
     + _lookbehind_any(list(_COMPARING_CALLS))
     + _CALL_GAP
-    + f"(?:{_literal('a')}|{_operand_name('a')})"
-    + f"(?:{_CALL_GAP},{_CALL_GAP}"
-    + f"(?:{_literal('b')}|{_operand_name('b')})"
-    + rf")?(?:{_CALL_GAP},{_CALL_GAP}[^()\r\n]{{0,100}}+)?{_CALL_GAP}\)"
+    + f"(?:{_argument('a')}|(?P<message>[A-Za-z_$][\\w$.]{{0,100}}+)(?={_CALL_GAP},))"
+    + f"(?:{_CALL_GAP},{_CALL_GAP}{_argument('b')}"
+    + f"(?:{_CALL_GAP},{_CALL_GAP}(?P<c>{_argument('c')}))?"
+    + rf")?(?(message)(?(c)|(?!)))(?:{_CALL_GAP},{_CALL_GAP}[^()\r\n]{{0,100}}+)?{_CALL_GAP}\)"
 )
 
 
 def _call_compared_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     if m.group("bq") is None and m.group("bname") is None:
         return _method_compared_span(text, m)
-    if (m.group("aq") is None) == (m.group("bq") is None):
-        return _NONE  # two literals, or two names
-    literal, name = ("a", "b") if m.group("aq") is not None else ("b", "a")
-    found = _compared_name(text, m.end(name + "name"))
+    literals = [p for p in "abc" if m.group(p + "q") is not None]
+    names = [p for p in "abc" if m.group(p + "name") is not None]
+    if not literals or not names:
+        return _NONE  # literals only (`assertEquals("msg", "x", "x")`), or names only
+    found = next(filter(None, (_compared_name(text, m.end(p + "name")) for p in names)), None)
     if found is None:
         return _NONE
-    return _compared_literal(text, *m.span(literal + "lv"), *found)
+    return tuple(span for p in literals for span in _compared_literal(text, *m.span(p + "lv"), *found))
 
 
 def _method_compared_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
