@@ -555,6 +555,28 @@ PLANTED: list[tuple[str, str, str]] = [
         fake(12, "Sj3Ws6"),
     ),
     ("password", "echo '" + fake(12, "Rh5pS9") + "' | passwd --stdin bob", fake(12, "Rh5pS9")),
+    # -String's string after a colon, a switch's `:$true`, common parameters among the switches.
+    (
+        "password",
+        '$pw = ConvertTo-SecureString -String:"' + fake(12, "Sc4Lq7") + '" -AsPlainText:$true -Force',
+        fake(12, "Sc4Lq7"),
+    ),
+    (
+        "password",
+        '$pw = ConvertTo-SecureString -AsPlainText -Verbose -Force "' + fake(12, "Sv6Bn3") + '"',
+        fake(12, "Sv6Bn3"),
+    ),
+    (
+        "password",
+        json.dumps(
+            {
+                "command": "$pw = ConvertTo-SecureString -AsPlainText:$true -ErrorAction Stop -Force '"
+                + fake(12, "Se2Xt8")
+                + "'"
+            }
+        ),
+        fake(12, "Se2Xt8"),
+    ),
     (
         "password",
         'echo "' + fake(12, "Rs2uP7") + '" | sudo passwd --stdin root',
@@ -923,6 +945,15 @@ NEAR_MISSES = [
     "$s = ConvertTo-SecureString -AsPlainText -Force $pw | Out-Null",
     "Use `ConvertTo-SecureString -AsPlainText -Force` to convert a plain string.",
     "$s = ConvertTo-SecureString -Force $encrypted",
+    # The same with a colon's value or common parameters among the switches.
+    "$s = ConvertTo-SecureString -String:$pw -AsPlainText:$true -Force",
+    "$s = ConvertTo-SecureString -AsPlainText:$true -Force -ErrorAction Stop $env:DB_PASSWORD",
+    '$s = ConvertTo-SecureString -AsPlainText -Verbose -Force (Read-Host "Password")',
+    "$s = ConvertTo-SecureString -String:(Get-Content pw.txt) -AsPlainText -Force",
+    '$s = ConvertTo-SecureString -String:"your-password-here" -AsPlainText -Force',
+    "$pw | ConvertTo-SecureString -AsPlainText -Force -ErrorAction Stop",
+    "$s = ConvertTo-SecureString $encrypted -Key $key -ErrorAction Stop",
+    "Pass -AsPlainText:$true to ConvertTo-SecureString -Debug to see it.",
     'echo "$NEWPASS" | passwd --stdin bob',
     'echo "${{ secrets.ROOT_PW }}" | sudo passwd --stdin root',
     "echo 'your-password-here' | passwd --stdin bob",
@@ -1250,6 +1281,8 @@ def test_what_follows_an_aws_key_id_is_no_secret_unless_it_looks_like_one(after:
 JSON_COMMANDS = [
     '$s = ConvertTo-SecureString -Force -AsPlainText -String "' + fake(12, "Sj5Wq6") + '"',
     '$s = ConvertTo-SecureString -AsPlainText "' + fake(12, "Sj5Wq6") + '" -Force',
+    '$s = ConvertTo-SecureString -String:"' + fake(12, "Sj5Wq6") + '" -AsPlainText:$true -Force',
+    '$s = ConvertTo-SecureString -AsPlainText -Debug -Force "' + fake(12, "Sj5Wq6") + '"',
     'echo "' + fake(12, "Sj5Wq6") + '" | sudo passwd --stdin root',
     'passwd --stdin bob <<< "' + fake(12, "Sj5Wq6") + '"',
 ]
@@ -1666,6 +1699,9 @@ def test_an_encrypted_pem_keys_literals_keep_their_headers_and_lose_their_base64
         "echo x | passwd " + "-l " * 30_000,  # passwd's options, and no --stdin after them
         "passwd --stdin x <<< " * 5_000,  # each here-string looks back for its reader
         "ConvertTo-SecureString -AsPlainText -Force " * 3_000,  # switches, and no string after them
+        "ConvertTo-SecureString -ErrorAction" + " " * 100_000,  # a parameter's value never comes
+        "ConvertTo-SecureString" + " -Verbose:$true -ea:Stop" * 4_000,  # more switches than counted
+        "ConvertTo-SecureString -String:" * 4_000,  # a colon's string never comes
         "'abcdefghij' == token " * 5_000,  # each reversed comparison looks back for its literal
         '"a"==' + "x" * 100_000,  # a name longer than a name
         'strcmp(password, "' * 6_000,  # calls with an unclosed literal
@@ -1709,6 +1745,9 @@ def test_an_encrypted_pem_keys_literals_keep_their_headers_and_lose_their_base64
         "passwd-options",
         "passwd-here-strings",
         "secure-string-switches",
+        "secure-string-parameter-blanks",
+        "secure-string-many-switches",
+        "secure-string-colons",
         "comparisons-reversed",
         "comparisons-reversed-long-name",
         "comparing-calls-unclosed",

@@ -233,6 +233,8 @@ ADVERSARIAL: list[tuple[str, str]] = [
     ("htpasswd", 'htpasswd -bnBC\t10 "" p'),
     ("ecure", "convertTo-secureString\t-String 'x'"),
     ("ecure", 'ConvertTo-SecureString -FORCE\t-asplaintext -String \\"x'),
+    ("ecure", "ConvertTo-SecureString -ſtring:'x'"),
+    ("ecure", "ConvertTo-SecureString -AsPlainText:$TRUE -Verbose -ea:stop\t-ErrorAction  Stop 'x'"),
     ("</", "<pa\u017fsword>é</"),
     ("</", "A_TO\u212aEN>x</"),
     (" value=", 'key=\\"my_secret\\" value=\\"x\\"'),

@@ -2929,12 +2929,21 @@ def _htpasswd_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 # (`Get-Content "f.txt" | ...`) is no literal. The string may also come after the switches, as
 # the positional argument or after `-String` (`ConvertTo-SecureString -AsPlainText -Force "pw"`,
 # `ConvertTo-SecureString -AsPlainText "pw" -Force`, `-Force -AsPlainText -String 'pw'`): up to
-# three of `-String`, `-AsPlainText` and `-Force` (PowerShell's names are case-insensitive) are
-# passed over, and -AsPlainText counts among them or after the string. A variable or a prompt
-# there (`-AsPlainText -Force $env:PW`, `-AsPlainText (Read-Host)`) stays, as after "=".
+# six of `-String`, `-AsPlainText`, `-Force` (PowerShell's names are case-insensitive) and the
+# common parameters a script adds (`-Verbose`, `-Debug`, `-ErrorAction Stop`, `-ea:Stop`,
+# `-WarningAction SilentlyContinue`) are passed over, and -AsPlainText counts among them or after
+# the string. A switch may be given its value after a colon (`-AsPlainText:$true`, `-Force:$true`,
+# `-Verbose:$false`), and so may -String its string (`-String:"pw"`). A variable or a prompt
+# there (`-AsPlainText -Force $env:PW`, `-AsPlainText (Read-Host)`, `-String:$pw`) stays, as
+# after "=".
+_SECURE_STRING_SWITCH = (
+    r"[ \t]++-(?i:string|(?:asplaintext|force)(?::\$true)?|(?:verbose|debug|vb|db)(?::\$(?:true|false))?"
+    r"|(?:erroraction|warningaction|informationaction|progressaction|ea|wa|infa|proga)(?::|[ \t]++)[a-z]++"
+    r")(?![\w-])"
+)
 _SECURE_STRING = re.compile(
     r"ecure(?<=[Cc]onvert[Tt]o-[Ss]ecure)[Ss]tring"
-    r"(?P<switches>(?:[ \t]+-(?i:string|asplaintext|force)(?![\w-])){0,3})[ \t]+" + _VALUE
+    rf"(?P<switches>(?:{_SECURE_STRING_SWITCH}){{0,6}})(?:[ \t]++|(?<=(?i:-string)):)" + _VALUE
 )
 _AS_PLAIN_TEXT = re.compile(r"[^\r\n|;]{0,200}?-[Aa]s[Pp]lain[Tt]ext")
 _PIPED_STRING = re.compile(
