@@ -667,6 +667,80 @@ PLANTED: list[tuple[str, str, str]] = [
         "CREDENTIALS\t" + "ASIA" + "Z9Q2" * 4 + "\t2024-05-01T13:00:00Z\t" + fake(40, "Bv7Nq" + "3Ws/Xe6+"),
         fake(40, "Bv7Nq" + "3Ws/Xe6+"),
     ),
+    # ... after a comma and a line break, or a blank line (raw or JSON-escaped).
+    (
+        "aws_secret_key",
+        "AKIA" + "Z9Q2" * 4 + ",\n" + fake(40, "Lc4Pz" + "8Jd/Wr2+") + "\n",
+        fake(40, "Lc4Pz" + "8Jd/Wr2+"),
+    ),
+    (
+        "aws_secret_key",
+        "New key pair:\n\n" + "AKIA" + "Z9Q2" * 4 + "\n\n" + fake(40, "Lc4Pz" + "8Jd/Wr2+") + "\n",
+        fake(40, "Lc4Pz" + "8Jd/Wr2+"),
+    ),
+    (
+        "aws_secret_key",
+        json.dumps({"stdout": "AKIA" + "Z9Q2" * 4 + "\r\n\r\n" + fake(40, "Yh3Ks" + "6Fw/Nb9+") + "\r\n"}),
+        fake(40, "Yh3Ks" + "6Fw/Nb9+"),
+    ),
+    # ... in the next cell of a table row: markdown (after its header row, also in code spans)
+    # and `--output table` where the terminal is wide enough for columns.
+    (
+        "aws_secret_key",
+        "| Access key ID | Secret access key |\n|---|---|\n| "
+        + "AKIA"
+        + "Z9Q2" * 4
+        + " | "
+        + fake(40, "Qm5Tx" + "2Cv/Hk7+")
+        + " |\n",
+        fake(40, "Qm5Tx" + "2Cv/Hk7+"),
+    ),
+    (
+        "aws_secret_key",
+        json.dumps(
+            "| User | Key | Secret |\n|---|---|---|\n| ci | `"
+            + "AKIA"
+            + "Z9Q2" * 4
+            + "` | `"
+            + fake(40, "Qm5Tx" + "2Cv/Hk7+")
+            + "` |"
+        ),
+        fake(40, "Qm5Tx" + "2Cv/Hk7+"),
+    ),
+    (
+        "aws_secret_key",
+        "||      AccessKeyId     |        CreateDate          |"
+        + "              SecretAccessKey               ||\n"
+        + "||  "
+        + "AKIA"
+        + "Z9Q2" * 4
+        + "|  2026-12-07T12:00:00+00:00 |  "
+        + fake(40, "Wd8Gn" + "4Rj/Ms1+")
+        + "  |  Active |  bob       ||\n",
+        fake(40, "Wd8Gn" + "4Rj/Ms1+"),
+    ),
+    # ... or in a row of its own, under its name: `--output table` on a narrow terminal.
+    (
+        "aws_secret_key",
+        "||  AccessKeyId     |  "
+        + "AKIA"
+        + "Z9Q2" * 4
+        + "                      ||\n||  CreateDate      |  2026-12-07T12:00:00+00:00                 ||\n"
+        + "||  SecretAccessKey |  "
+        + fake(40, "Zt2Bq" + "9Lx/Pe4+")
+        + "  ||\n",
+        fake(40, "Zt2Bq" + "9Lx/Pe4+"),
+    ),
+    (
+        "aws_secret_key",
+        json.dumps({"output": "||  SecretAccessKey|  " + fake(40, "Zt2Bq" + "9Lx/Pe4+") + "  ||\n"}),
+        fake(40, "Zt2Bq" + "9Lx/Pe4+"),
+    ),
+    (
+        "aws_secret_key",
+        "| Secret Access Key | `" + fake(40, "Zt2Bq" + "9Lx/Pe4+") + "` |",
+        fake(40, "Zt2Bq" + "9Lx/Pe4+"),
+    ),
     # XML elements and attributes named like a secret (Maven's settings.xml, NuGet, appSettings).
     (
         "password",
@@ -971,6 +1045,12 @@ NEAR_MISSES = [
     + "IOSFODNN7EXAMPLE\t2015-03-09T18:39:23.411Z\t"
     + "wJalrXUtnFEMI/"
     + "K7MDENG/bPxRfiCYEXAMPLEKEY\tActive\tBob",
+    # ... and as tables: a markdown row, `--output table`'s row of its own; a documentation table.
+    "| " + "AKIA" + "IOSFODNN7EXAMPLE | " + "wJalrXUtnFEMI/" + "K7MDENG/bPxRfiCYEXAMPLEKEY |",
+    "||  SecretAccessKey |  " + "wJalrXUtnFEMI/" + "K7MDENG/bPxRfiCYEXAMPLEKEY  ||",
+    "| SecretAccessKey | string | The secret key used to sign requests. |",
+    "||  SecretAccessKey |  " + HEX40 + "  ||",
+    "| Secret Access Key | `" + "abcdefghij" * 4 + "` |",
     "<password>${env.PW}</password>",
     "<key>password</key><string>${PW}</string>",
     '<label for="password">Password</label>',
@@ -1265,9 +1345,16 @@ def test_near_miss_is_left_alone(text: str) -> None:
         "\n" + "abcdefghij" * 4,  # the next line: a word
         "\\n" + HEX40,  # a commit id, no capital
         "\t2024-05-01T12:00:00+00:00\tActive\tbob",  # `aws iam list-access-keys --output text`
-        # Out of reach: three fields on, two lines on, after a word on the next line.
+        # table cells: a commit id, a word, other fields; a blank line then a commit id
+        " | " + HEX40 + " |",
+        "` | `" + "abcdefghij" * 4 + "` |",
+        "|  ci-bot |  2024-05-01 |  Active ||",
+        ",\n" + HEX40,
+        "\n\n" + HEX40,
+        "\\n\\n" + "abcdefghij" * 4,
+        # Out of reach: three fields on, three lines on, after a word on the next line.
         " 2024-05-01 Active bob " + fake(40, "Mp2Vc" + "8Hs/Tn5+"),
-        "\n\n" + fake(40, "Mp2Vc" + "8Hs/Tn5+"),
+        "\n\n\n" + fake(40, "Mp2Vc" + "8Hs/Tn5+"),
         "\nsecret " + fake(40, "Mp2Vc" + "8Hs/Tn5+"),
     ],
 )
@@ -1691,6 +1778,19 @@ def test_an_encrypted_pem_keys_literals_keep_their_headers_and_lose_their_base64
         "AKIA" + "IOSFODNN7EXAMPLE" + "\\t" * 50_000,
         ("AKIA" + "IOSFODNN7EXAMPLE a b ") * 4_000,
         ("AKIA" + "IOSFODNN7EXAMPLE\n") * 5_000,
+        # ... and table cells, rows of `--output table`, backquoted cells, a run of column rules
+        ("AKIA" + "IOSFODNN7EXAMPLE |") * 4_500,
+        ("||  " + "AKIA" + "IOSFODNN7EXAMPLE  |") * 3_500,
+        ("AKIA" + "IOSFODNN7EXAMPLE` | `") * 4_000,
+        "AKIA" + "IOSFODNN7EXAMPLE" + " |" * 50_000,
+        # ... lines of `--output text`, commas and line breaks, blank lines
+        ("CREDENTIALS\t" + "ASIA" + "IOSFODNN7EXAMPLE\t2026-12-08T00:00:00Z\t") * 2_000,
+        ("AKIA" + "IOSFODNN7EXAMPLE,\n") * 4_500,
+        ("AKIA" + "IOSFODNN7EXAMPLE\\n\\n") * 4_000,
+        "AKIA" + "IOSFODNN7EXAMPLE" + " \\t\n" * 30_000,
+        # a secret key's row name, many times over or before a run of blanks
+        "SecretAccessKey |" * 6_000,
+        "SecretAccessKey" + " " * 100_000 + "|",
         # an encrypted key's header items with no base64 after them, many times over
         '["-----BEGIN RSA ' + 'PRIVATE KEY-----", ' + '"Proc-Type: 4,ENCRYPTED", ' * 8_000,
         ("-----BEGIN RSA " + "PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: " + "x" * 150 + "\n") * 500,
@@ -1739,6 +1839,16 @@ def test_an_encrypted_pem_keys_literals_keep_their_headers_and_lose_their_base64
         "aws-key-escaped-tabs",
         "aws-key-fields",
         "aws-key-lines",
+        "aws-key-cells",
+        "aws-key-table-rows",
+        "aws-key-code-span-cells",
+        "aws-key-column-rules",
+        "aws-credentials-lines",
+        "aws-key-commas-breaks",
+        "aws-key-blank-lines",
+        "aws-key-blank-line-runs",
+        "aws-secret-row-names",
+        "aws-secret-row-name-blanks",
         "pem-header-items",
         "pem-cut-headers",
         "yaml-block-other-openers",

@@ -51,7 +51,8 @@ literal character; a pattern that starts with a character class costs a few
 nanoseconds per byte however rare its characters are. So the patterns are grouped into
 passes (`_PASSES`) that each start on one literal anchor: a vendor prefix (`sk-`, `gl`,
 `xox`, `dapi`, `hv`), the "_" after one (`ghp_`, `npm_`, `dop_v1_`), "A" of AKIA/AIza/
-AC.../AGE-/`pypi-A`/`bot-id:A`, "S" of SG./SK/`LS0t`, `eyJ` of a JWT, `earer` of Bearer,
+AC.../AGE-/`pypi-A`/`bot-id:A`/`SecretAccessKey`, "S" of SG./SK/`LS0t`, `eyJ` of a JWT,
+`earer` of Bearer,
 the "=" or ":" after a secret-named key, "-" of a flag, "|" and `<<<` before `sudo -S`,
 `chpasswd` or `passwd --stdin`, `ecure` of ConvertTo-SecureString, `set` and a `.netrc`
 `password`, "(" of a comparing call (`equals(`, `strcmp(`), `uth` of a basic-auth pair in
@@ -1010,20 +1011,33 @@ def _underscore_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 
 # --- Pass "A": AWS access key ids, Google API keys, Twilio account SIDs (and the auth
 # token next to one), age secret keys, PyPI upload tokens, Telegram bot tokens ----------
+# Between an AWS key id and its secret: a blank or a tab, also JSON-escaped; a line break,
+# raw or JSON-escaped, with the blanks after it; a table's column rule (`|`), maybe with a
+# markdown code span's backquotes around it; a short field of the CLI's text output.
+_PAIR_BLANK = r"(?:[ \t]|\\+t)"
+_PAIR_BREAK = rf"(?:\r?\n|\\+r\\+n|\\+n){_PAIR_BLANK}*"
+_PAIR_RULE = rf"`?{_PAIR_BLANK}*\|{_PAIR_BLANK}*`?"
+_PAIR_FIELD = r"[A-Za-z0-9:.+_-]{1,32}"
 _A = re.compile(
     r"A(?:"
     r"(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])(?:[A-Z0-9]{16}(?![A-Za-z0-9])"
     # Its secret access key right after it, with no keyword: the IAM credentials CSV's
-    # `AKIA...,<40>` row, `AKIA...:<40>`, `AKIA... <40>`, `AKIA...<tab><40>`; a tab also
-    # JSON-escaped, at any depth (`"AKIA...\\t<40>"`, a pair printed into a JSON string).
+    # `AKIA...,<40>` row (also with the line broken after the comma), `AKIA...:<40>`,
+    # `AKIA... <40>`, `AKIA...<tab><40>`; a tab also JSON-escaped, at any depth
+    # (`"AKIA...\\t<40>"`, a pair printed into a JSON string).
     # Up to two short fields may stand between them on the line: the CLI's text output
     # (`aws iam create-access-key --output text`: `ACCESSKEY<tab>AKIA...<tab><CreateDate>
     # <tab><40><tab>Active`; `aws sts get-session-token`'s Expiration), tabs also shown as
-    # spaces. Or the secret starts the next line (`AKIA...\n<40>`, the line break also
-    # JSON-escaped). The reach is a line, a few fields at most.
-    r"(?:(?:(?:[ \t]|\\+t)*[,:](?:[ \t]|\\+t)*|(?:[ \t]|\\+t)+(?:[A-Za-z0-9:.+_-]{1,32}(?:[ \t]|\\+t)+){0,2}"
-    r"|(?:[ \t]|\\+t)*(?:\r?\n|\\+r\\+n|\\+n)(?:[ \t]|\\+t)*)"
-    r"(?P<aws_pair>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=]))?"
+    # spaces; or table cells: a markdown row (`| AKIA... | <40> |`, also in code spans) and
+    # the CLI's `--output table` row when the terminal is wide enough for columns
+    # (`||  AKIA...|  <CreateDate> |  <40>  |  Active |`). Or the secret starts the next
+    # line or the one after a blank line (`AKIA...\n<40>`, `AKIA...\n\n<40>`, the line
+    # breaks also JSON-escaped). The reach is a line, a few fields at most, or a blank line.
+    + rf"(?:(?:{_PAIR_BLANK}*[,:]{_PAIR_BLANK}*(?:{_PAIR_BREAK})?"
+    + rf"|{_PAIR_BLANK}+(?:{_PAIR_FIELD}{_PAIR_BLANK}+){{0,2}}"
+    + rf"|{_PAIR_RULE}(?:{_PAIR_FIELD}{_PAIR_RULE}){{0,2}}"
+    + rf"|{_PAIR_BLANK}*{_PAIR_BREAK}(?:{_PAIR_BREAK})?)"
+    + r"(?P<aws_pair>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=]))?"
     r"|(?P<aws_cut>[A-Z0-9]{4,15})"
     + _CUT_END
     + r")|Iza(?:[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])|(?P<google_cut>[A-Za-z0-9_-]{4,34})"
@@ -1032,6 +1046,11 @@ _A = re.compile(
     # as the next argument or after ":" (`Client("AC...", "...")`, `AC...:...@api`).
     + r")|C(?P<twilio_sid>[0-9a-f]{32})(?![0-9A-Za-z])"
     r"(?:(?:\\{0,3}[\"'])?[ \t]*[,:][ \t]*(?:\\{0,3}[\"'])?(?P<twilio_auth>[0-9a-f]{32})(?![0-9A-Za-z]))?"
+    # A secret access key in a row of its own, after its name: `--output table` where the
+    # terminal is too narrow for columns (`||  SecretAccessKey |  <40>  ||`, the key id two
+    # rows above it), and a markdown table of name and value (`| Secret Access Key | <40> |`).
+    + r"|(?:(?<=SecretA)|(?<=Secret A))ccess ?Key"
+    + rf"{_PAIR_RULE}(?P<aws_row>[A-Za-z0-9/+]{{40}})(?![A-Za-z0-9/+=])"
     r"|(?P<age>GE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58})"  # gitleaks age-secret-key
     # gitleaks pypi-upload-token: "pypi-" and a macaroon for pypi.org or test.pypi.org;
     # the prefix alone is unmistakable, so a cut one goes too.
@@ -1063,6 +1082,10 @@ def _a_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     if m.group("after_two") is not None:  # NRAK-, PMAK-
         start = m.start() - 2
         return _one(start, m.end(), "secret") if _starts_token(text, start) else _NONE
+    if m.group("aws_row") is not None:  # kept as after its key id: word-like, or AWS's example
+        if not _looks_random(m.group("aws_row")):
+            return _NONE
+        return _literal_span(text, m.start("aws_row"), m.end(), "aws_secret_key", quoted=False)
     if not _starts_token(text, m.start()):
         return _NONE
     if m.group("twilio_sid") is not None:
@@ -3380,12 +3403,12 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
     The rules that keep them supersets are in trajectory_pipeline/ingest/redact_prefilter.py;
     per pass:
 
-    - `sk-`, `gl`, `eyJ`, `A`, `S`, `dapi`, `hv`, `ya29.`: the anchor, the literal alternatives
-      after it and the first characters every alternative must have (`sk-` is followed
-      by at least four of `[A-Za-z0-9_-]`: `ant-`, `proj-`, `or-v1-` and the
+    - `sk-`, `gl`, `eyJ`, `A`, `S`, `dapi`, `hv`, `ya29.`: the anchor, the literal
+      alternatives after it and the first characters every alternative must have (`sk-` is
+      followed by at least four of `[A-Za-z0-9_-]`: `ant-`, `proj-`, `or-v1-` and the
       32-character key included); a lookbehind after the anchor as text consumed before
       it (`pypi-AgE`, `[0-9]{5}:A` and the 34 token characters of a Telegram token,
-      `LS0tLS1CRUdJTi`).
+      `LS0tLS1CRUdJTi`, `Secret ?Access ?Key`).
     - `x`: `xox[abposre]-` or `xapp-` only: in `xapp-\\d-`, `\\d` is any unicode digit; `xai-`
       and `pplx-` (its lookbehind consumed) and four of their characters.
     - `_`: the lookbehinds' prefixes consumed before "_", then the four alphanumerics its
@@ -3468,6 +3491,7 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
         _A: (
             r"A(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{4}",
             r"AIza[A-Za-z0-9_-]{4}",
+            r"Secret ?Access ?Key",
             r"AC[0-9a-f]{32}",
             r"AGE-SECRET-KEY-1",
             r"pypi-AgE",
