@@ -58,6 +58,9 @@ VAULT_BODY = fake(92, "CAESIJz4kQ7mW2pX9vLrT3bN8cY5dF1gH6")
 PYPI_BODY = fake(160, "Wq2Lm9_Xz4-Kp7")
 DO_BODY = fake(64, "0a9b8c7d6e5f4321")
 TELEGRAM_BODY = fake(33, "Hk3_mQ9-zXw2")
+# AWS STS session tokens: base64 whose first bytes are fixed, as regional and global endpoints issue them.
+STS_TOKEN = "IQoJb3Jp" + "Z2luX2Vj" + fake(600, "EHb8aCXVzLWVhc3QtMSJHMEUCIQDx7kM2/+")
+STS_GLOBAL_TOKEN = "FwoGZXIv" + "YXdzE" + fake(360, "Pn4tQa8Wm2Lx/Kr7+") + "=="
 AGE_BODY = fake(58, "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L")
 DOCKER_AUTH = base64.b64encode(("ci-bot:" + "Wd7kq2" + "Lp9x").encode()).decode()
 PEM_B64 = base64.b64encode(
@@ -741,6 +744,26 @@ PLANTED: list[tuple[str, str, str]] = [
         "| Secret Access Key | `" + fake(40, "Zt2Bq" + "9Lx/Pe4+") + "` |",
         fake(40, "Zt2Bq" + "9Lx/Pe4+"),
     ),
+    # An STS session token wherever it stands, by its prefix: `--output text` after the pair,
+    # a `--output table` row, an echoed variable (the global endpoint's prefix).
+    (
+        "secret",
+        "CREDENTIALS\t"
+        + "ASIA"
+        + "Z9Q2" * 4
+        + "\t2026-12-08T00:00:00+00:00\t"
+        + fake(40, "Bv7Nq" + "3Ws/Xe6+")
+        + "\t"
+        + STS_TOKEN
+        + "\n",
+        STS_TOKEN,
+    ),
+    (
+        "secret",
+        json.dumps({"stdout": "||  SessionToken   |  " + STS_TOKEN + "  ||\n"}),
+        STS_TOKEN,
+    ),
+    ("secret", "$ echo $AWS_SESSION_TOKEN\n" + STS_GLOBAL_TOKEN + "\n", STS_GLOBAL_TOKEN),
     # XML elements and attributes named like a secret (Maven's settings.xml, NuGet, appSettings).
     (
         "password",
@@ -1051,6 +1074,11 @@ NEAR_MISSES = [
     "| SecretAccessKey | string | The secret key used to sign requests. |",
     "||  SecretAccessKey |  " + HEX40 + "  ||",
     "| Secret Access Key | `" + "abcdefghij" * 4 + "` |",
+    # An STS session token's prefix named, or a token's start shown; the prefix glued to base64.
+    "Session tokens from regional endpoints start with IQoJb3JpZ2luX2Vj (base64).",
+    "AWS_SESSION_TOKEN looks like IQoJb3JpZ2luX2VjEJr" + "//////////wEaCXVzLWVhc3QtMSJH...",
+    "FwoGZXIvYXdzE" + fake(80, "Pn4tQa8Wm2Lx/Kr7+") + "...",
+    fake(44, "Ab3+/Zq9") + "IQoJb3JpZ2luX2Vj" + fake(200, "Kd7/Lm2+Xp"),
     "<password>${env.PW}</password>",
     "<key>password</key><string>${PW}</string>",
     '<label for="password">Password</label>',
@@ -1791,6 +1819,10 @@ def test_an_encrypted_pem_keys_literals_keep_their_headers_and_lose_their_base64
         # a secret key's row name, many times over or before a run of blanks
         "SecretAccessKey |" * 6_000,
         "SecretAccessKey" + " " * 100_000 + "|",
+        # STS token prefixes glued to base64 (each would run to the end), bare, or short of a token
+        ("x" + "IQoJb3Jp" + "Z2luX2Vj") * 6_000,
+        ("FwoGZXIv" + "YXdzE ") * 7_000,
+        ("IQoJb3Jp" + "Z2luX2Vj" + "A" * 99 + " ") * 900,
         # an encrypted key's header items with no base64 after them, many times over
         '["-----BEGIN RSA ' + 'PRIVATE KEY-----", ' + '"Proc-Type: 4,ENCRYPTED", ' * 8_000,
         ("-----BEGIN RSA " + "PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: " + "x" * 150 + "\n") * 500,
@@ -1849,6 +1881,9 @@ def test_an_encrypted_pem_keys_literals_keep_their_headers_and_lose_their_base64
         "aws-key-blank-line-runs",
         "aws-secret-row-names",
         "aws-secret-row-name-blanks",
+        "sts-prefixes-glued",
+        "sts-prefixes-bare",
+        "sts-prefixes-short",
         "pem-header-items",
         "pem-cut-headers",
         "yaml-block-other-openers",

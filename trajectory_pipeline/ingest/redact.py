@@ -51,8 +51,8 @@ literal character; a pattern that starts with a character class costs a few
 nanoseconds per byte however rare its characters are. So the patterns are grouped into
 passes (`_PASSES`) that each start on one literal anchor: a vendor prefix (`sk-`, `gl`,
 `xox`, `dapi`, `hv`), the "_" after one (`ghp_`, `npm_`, `dop_v1_`), "A" of AKIA/AIza/
-AC.../AGE-/`pypi-A`/`bot-id:A`/`SecretAccessKey`, "S" of SG./SK/`LS0t`, `eyJ` of a JWT,
-`earer` of Bearer,
+AC.../AGE-/`pypi-A`/`bot-id:A`/`SecretAccessKey`, "S" of SG./SK/`LS0t`, "Z" of an AWS
+session token's prefix (`IQoJb3JpZ2lu`, `FwoGZXIv`), `eyJ` of a JWT, `earer` of Bearer,
 the "=" or ":" after a secret-named key, "-" of a flag, "|" and `<<<` before `sudo -S`,
 `chpasswd` or `passwd --stdin`, `ecure` of ConvertTo-SecureString, `set` and a `.netrc`
 `password`, "(" of a comparing call (`equals(`, `strcmp(`), `uth` of a basic-auth pair in
@@ -1183,6 +1183,35 @@ _YA29 = re.compile(r"ya29\.(?:c\.)?(?:[A-Za-z0-9_-]{30,}|(?P<cut>[A-Za-z0-9_-]{4
 
 def _ya29_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     return _token_span(text, m.start(), m.end(), "secret", m.group("cut"))
+
+
+# --- Pass "Z": AWS STS session tokens ---------------------------------------------------
+# The session token of temporary credentials (`aws sts get-session-token`, `assume-role`,
+# SSO, an instance role) is base64 of a blob whose first bytes are fixed, so it starts
+# `IQoJb3JpZ2luX2Vj` (regional endpoints) or `FwoGZXIvYXdzE` (the global one) and runs on
+# for hundreds of characters. Under a secret-named key (`"SessionToken": ...`,
+# `aws_session_token = ...`, `AWS_SESSION_TOKEN=...`) the "=" and ":" passes take it; this
+# pass takes it wherever it stands: the CLI's text output (`CREDENTIALS<tab>ASIA...<tab>
+# <Expiration><tab><40><tab>IQoJ...`), a `--output table` row (`||  SessionToken |  IQoJ...
+# ||`), an echoed variable. The prefix and 100 characters more are unmistakable (a token
+# holds 400 or more); a mention of the prefix or of a token's start (`tokens start with
+# IQoJb3JpZ2luX2Vj`, `IQoJb3JpZ2luX2VjEJr...`) stays. The anchor is the "Z" both prefixes
+# hold. A token glued to base64 before it is none (a JSON-escaped line break or tab may
+# stand there): the lookbehinds say so, so that no match is rejected after its long run.
+def _unglued(prefix: str) -> str:
+    """A lookbehind: `prefix` ends here and starts a token (nothing of base64 before it but
+    an escape's letter: `\\nIQoJ...`)."""
+    return rf"(?<={prefix})(?:(?<![A-Za-z0-9/+]{prefix})|(?<=\\[nrt]{prefix}))"
+
+
+_STS = re.compile(
+    "Z(?:" + _unglued("IQoJb3JpZ") + "2luX2Vj|" + _unglued("FwoGZ") + r"XIvYXdzE)[A-Za-z0-9/+]{100,}={0,2}"
+)
+
+
+def _sts_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
+    start = m.start() - (4 if text.startswith("ZXIv", m.start()) else 8)  # FwoG or IQoJb3Jp before "Z"
+    return _one(start, m.end(), "secret") if _starts_token(text, start) else _NONE
 
 
 # --- Pass "eyJ": JSON Web Tokens ------------------------------------------------------
@@ -3355,6 +3384,7 @@ _TOKEN_PASSES: tuple[tuple[re.Pattern[str], Resolver], ...] = (
     (_HV, _dapi_hv_span),
     (_YA29, _ya29_span),
     (_JWT, _jwt_span),
+    (_STS, _sts_span),
 )
 # Priority order: where two findings overlap, the earlier pass wins. A changed regex needs its
 # prefilter expressions (`_prefilter_expressions`) to stay a superset of it.
@@ -3403,12 +3433,13 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
     The rules that keep them supersets are in trajectory_pipeline/ingest/redact_prefilter.py;
     per pass:
 
-    - `sk-`, `gl`, `eyJ`, `A`, `S`, `dapi`, `hv`, `ya29.`: the anchor, the literal
+    - `sk-`, `gl`, `eyJ`, `A`, `S`, `dapi`, `hv`, `ya29.`, `Z`: the anchor, the literal
       alternatives after it and the first characters every alternative must have (`sk-` is
       followed by at least four of `[A-Za-z0-9_-]`: `ant-`, `proj-`, `or-v1-` and the
       32-character key included); a lookbehind after the anchor as text consumed before
       it (`pypi-AgE`, `[0-9]{5}:A` and the 34 token characters of a Telegram token,
-      `LS0tLS1CRUdJTi`, `Secret ?Access ?Key`).
+      `LS0tLS1CRUdJTi`, `Secret ?Access ?Key`, an STS token's prefix and its 100
+      characters); a negative lookbehind dropped.
     - `x`: `xox[abposre]-` or `xapp-` only: in `xapp-\\d-`, `\\d` is any unicode digit; `xai-`
       and `pplx-` (its lookbehind consumed) and four of their characters.
     - `_`: the lookbehinds' prefixes consumed before "_", then the four alphanumerics its
@@ -3505,6 +3536,7 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
         _HV: (r"hv[sbr]\.[A-Za-z0-9_-]{4}",),
         _YA29: (r"ya29\.(?:c\.)?[A-Za-z0-9_-]{4}",),
         _JWT: (r"eyJ[A-Za-z0-9_-]{8}",),
+        _STS: (r"IQoJb3JpZ2luX2Vj[A-Za-z0-9/+]{100}", r"FwoGZXIvYXdzE[A-Za-z0-9/+]{100}"),
         _DASH: (
             r"-----BEGIN",
             rf"--[A-Za-z0-9_-]*[{_letters(_KEYWORDS, -2)}][{_letters(_KEYWORDS, -1)}][ \t]",
@@ -3622,6 +3654,7 @@ _REQUIRED: dict[re.Pattern[str], str] = {
     _S: "S",
     _YA29: "ya29.",
     _JWT: "J",
+    _STS: "Z",
     _DASH: "-",
     _BEARER: "earer",  # `in` finds this word faster than `re` does
     _EQUALS: "=",
