@@ -744,6 +744,11 @@ PLANTED: list[tuple[str, str, str]] = [
         "| Secret Access Key | `" + fake(40, "Zt2Bq" + "9Lx/Pe4+") + "` |",
         fake(40, "Zt2Bq" + "9Lx/Pe4+"),
     ),
+    (
+        "aws_secret_key",
+        "| Variable | Value |\n|---|---|\n| AWS_SECRET_ACCESS_KEY | " + fake(40, "Jr5Nw" + "1Kc/Dt8+") + " |",
+        fake(40, "Jr5Nw" + "1Kc/Dt8+"),
+    ),
     # An STS session token wherever it stands, by its prefix: `--output text` after the pair,
     # a `--output table` row, an echoed variable (the global endpoint's prefix).
     (
@@ -1074,6 +1079,8 @@ NEAR_MISSES = [
     "| SecretAccessKey | string | The secret key used to sign requests. |",
     "||  SecretAccessKey |  " + HEX40 + "  ||",
     "| Secret Access Key | `" + "abcdefghij" * 4 + "` |",
+    "| AWS_SECRET_ACCESS_KEY | Your secret access key | yes |",
+    "| `AWS_SECRET_ACCESS_KEY` | `" + "wJalrXUtnFEMI/" + "K7MDENG/bPxRfiCYEXAMPLEKEY` |",
     # An STS session token's prefix named, or a token's start shown; the prefix glued to base64.
     "Session tokens from regional endpoints start with IQoJb3JpZ2luX2Vj (base64).",
     "AWS_SESSION_TOKEN looks like IQoJb3JpZ2luX2VjEJr" + "//////////wEaCXVzLWVhc3QtMSJH...",
@@ -1819,6 +1826,7 @@ def test_an_encrypted_pem_keys_literals_keep_their_headers_and_lose_their_base64
         # a secret key's row name, many times over or before a run of blanks
         "SecretAccessKey |" * 6_000,
         "SecretAccessKey" + " " * 100_000 + "|",
+        "AWS_SECRET_ACCESS_KEY | `" * 4_000,
         # STS token prefixes glued to base64 (each would run to the end), bare, or short of a token
         ("x" + "IQoJb3Jp" + "Z2luX2Vj") * 6_000,
         ("FwoGZXIv" + "YXdzE ") * 7_000,
@@ -1881,6 +1889,7 @@ def test_an_encrypted_pem_keys_literals_keep_their_headers_and_lose_their_base64
         "aws-key-blank-line-runs",
         "aws-secret-row-names",
         "aws-secret-row-name-blanks",
+        "aws-secret-env-row-names",
         "sts-prefixes-glued",
         "sts-prefixes-bare",
         "sts-prefixes-short",

@@ -154,6 +154,7 @@ ADVERSARIAL: list[tuple[str, str]] = [
     ("A", "||  AK" + "IA" + "Q7Q7" * 4 + "|  2026-12-07T12:00:00+00:00 |  " + "Ab1/" * 10),
     ("A", "||  SecretAccessKey|  " + "Ab1/" * 10),
     ("A", "| Secret Access Key | `" + "Ab1+" * 10),
+    ("A", "| AWS_SECRET_ACCESS_KEY` |\t`" + "Ab1+" * 10),
     ("A", "A3" + "TZ" + "Q" * 16),
     ("A", "AI" + "za" + "-_ab"),
     ("A", "A" + "C" + "0123456789abcdef" * 2),

@@ -1048,8 +1048,9 @@ _A = re.compile(
     r"(?:(?:\\{0,3}[\"'])?[ \t]*[,:][ \t]*(?:\\{0,3}[\"'])?(?P<twilio_auth>[0-9a-f]{32})(?![0-9A-Za-z]))?"
     # A secret access key in a row of its own, after its name: `--output table` where the
     # terminal is too narrow for columns (`||  SecretAccessKey |  <40>  ||`, the key id two
-    # rows above it), and a markdown table of name and value (`| Secret Access Key | <40> |`).
-    + r"|(?:(?<=SecretA)|(?<=Secret A))ccess ?Key"
+    # rows above it), and a markdown table of names and values (`| Secret Access Key | <40> |`,
+    # `| AWS_SECRET_ACCESS_KEY | <40> |`).
+    + r"|(?:(?:(?<=SecretA)|(?<=Secret A))ccess ?Key|(?<=SECRET_A)CCESS_KEY)"
     + rf"{_PAIR_RULE}(?P<aws_row>[A-Za-z0-9/+]{{40}})(?![A-Za-z0-9/+=])"
     r"|(?P<age>GE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58})"  # gitleaks age-secret-key
     # gitleaks pypi-upload-token: "pypi-" and a macaroon for pypi.org or test.pypi.org;
@@ -3438,7 +3439,7 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
       followed by at least four of `[A-Za-z0-9_-]`: `ant-`, `proj-`, `or-v1-` and the
       32-character key included); a lookbehind after the anchor as text consumed before
       it (`pypi-AgE`, `[0-9]{5}:A` and the 34 token characters of a Telegram token,
-      `LS0tLS1CRUdJTi`, `Secret ?Access ?Key`, an STS token's prefix and its 100
+      `LS0tLS1CRUdJTi`, `Secret ?Access ?Key`, `SECRET_ACCESS_KEY`, an STS token's prefix and its 100
       characters); a negative lookbehind dropped.
     - `x`: `xox[abposre]-` or `xapp-` only: in `xapp-\\d-`, `\\d` is any unicode digit; `xai-`
       and `pplx-` (its lookbehind consumed) and four of their characters.
@@ -3523,6 +3524,7 @@ def _prefilter_expressions() -> dict[re.Pattern[str], tuple[str, ...]]:
             r"A(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{4}",
             r"AIza[A-Za-z0-9_-]{4}",
             r"Secret ?Access ?Key",
+            r"SECRET_ACCESS_KEY",
             r"AC[0-9a-f]{32}",
             r"AGE-SECRET-KEY-1",
             r"pypi-AgE",
