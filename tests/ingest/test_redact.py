@@ -1855,6 +1855,14 @@ def test_an_encrypted_pem_keys_literals_keep_their_headers_and_lose_their_base64
         " -a" * 33_334,
         "-k " * 30_000,
         "curl -u x " * 10_000,
+        # each vendor prefix ran to the end of a long word, and was refused there
+        "sk-abcd-" * 12_500,  # a cut key the length of the rest: 89 s
+        "xsk-abcd" * 12_500,  # glued to the word before
+        "xxoxb-abcd" * 10_000,
+        "figd_abcd-" * 10_000,  # a whole token that looks like a name
+        "eyJabcd-" * 12_500,  # a cut JWT that starts like no header
+        "xeyJabcdefgh" * 8_000,
+        "eyJhbGciabcd-" * 8_000 + " x",  # headers, and no cut or payload after them
     ],
     ids=[
         "env-entry-blanks",
@@ -1914,6 +1922,13 @@ def test_an_encrypted_pem_keys_literals_keep_their_headers_and_lose_their_base64
         "flags-no-command",
         "flags-no-command-value-after",
         "flags-after-commands",
+        "openai-cut-chain",
+        "openai-glued",
+        "slack-glued",
+        "figma-name-chain",
+        "jwt-cut-chain",
+        "jwt-glued",
+        "jwt-header-chain",
     ],
 )
 def test_pathological_texts_redact_in_linear_time(text: str) -> None:

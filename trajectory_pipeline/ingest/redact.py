@@ -862,9 +862,21 @@ def _cut_here(text: str, start: int, end: int) -> bool:
 
 
 # --- Passes "sk-", "gl", "x": OpenAI/Anthropic, GitLab and Slack tokens ----------------
+# A token glued to a word before it is none (`_starts_token`), and a cut one is shorter than a
+# whole one: both are refused in the regex, so that no match runs on to the end of a long word
+# to be refused there (`"sk-abcd-" * 12_500`: 89 s, each "sk-" a cut key the length of the rest).
+_BASE64 = "A-Za-z0-9/+"
+
+
+def _unglued(prefix: str, word: str = "A-Za-z0-9_") -> str:
+    """A lookbehind: where `prefix` ends, it starts a token (no character of `word` before it
+    but an escape's letter: `\\nsk-...`)."""
+    return rf"(?:(?<![{word}]{prefix})|(?<=\\[nrt]{prefix}))"
+
+
 _SK = re.compile(
-    r"sk-(?:ant-[A-Za-z0-9_-]{20,}|(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}"
-    r"|or-v1-[a-f0-9]{64}|[A-Za-z0-9]{32,}|(?P<cut>[A-Za-z0-9_-]{4,})" + _CUT_END + ")"
+    r"sk-" + _unglued("sk-") + r"(?:ant-[A-Za-z0-9_-]{20,}|(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}"
+    r"|or-v1-[a-f0-9]{64}|[A-Za-z0-9]{32,}|(?P<cut>[A-Za-z0-9_-]{4,200}+)" + _CUT_END + ")"
 )
 # After these, any character at the end of the text is a cut key: `sk-ant-api03-abc`.
 _SK_KINDS = re.compile(r"(?:ant|proj|svcacct|admin|None|or-v1)-.")
@@ -873,14 +885,18 @@ _GL = re.compile(
     r"(?:[A-Za-z0-9_-]{20,300}(?:\.[0-9a-z]{9})?|(?P<cut>[A-Za-z0-9_-]{4,19})" + _CUT_END + ")"
 )
 _X = re.compile(
-    r"x(?:ox[abposre]-[A-Za-z0-9-]{10,}|app-\d-[A-Za-z0-9-]{10,}"
+    r"x(?:" + _unglued("x") + r"(?:ox[abposre]-[A-Za-z0-9-]{10,}|app-\d-[A-Za-z0-9-]{10,}"
     r"|(?:ox[abposre]|app)-(?P<cut>[A-Za-z0-9-]{4,})"
     + _CUT_END
     # xAI (xai-, 80 characters) and Perplexity (pplx-, 48) API keys.
     + r"|(?P<vendor>ai-(?:[A-Za-z0-9_]{70,}|(?P<xai_cut>[A-Za-z0-9_]{4,69})"
     + _CUT_END
-    + ")"
-    r"|(?<=pplx)-(?:[A-Za-z0-9]{40,}|(?P<pplx_cut>[A-Za-z0-9]{4,39})" + _CUT_END + ")))"
+    + ")))"
+    + r"|(?P<pplx>(?<=pplx)"
+    + _unglued("pplx")
+    + r"-(?:[A-Za-z0-9]{40,}|(?P<pplx_cut>[A-Za-z0-9]{4,39})"
+    + _CUT_END
+    + ")))"
 )
 
 
@@ -901,8 +917,8 @@ def _token_span(
 
 
 def _prefixed_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
-    if m.re is _X and m.group("vendor") is not None:
-        start = m.start() if m.group("vendor").startswith("ai-") else m.start() - len("ppl")
+    if m.re is _X and (m.group("vendor") or m.group("pplx")) is not None:
+        start = m.start() if m.group("pplx") is None else m.start() - len("ppl")
         return _token_span(text, start, m.end(), "secret", m.group("xai_cut") or m.group("pplx_cut"))
     if not _starts_token(text, m.start()):
         return _NONE
@@ -950,7 +966,11 @@ _UNDERSCORE = re.compile(
     r"|(?<=sntrys_)(?:eyJ[A-Za-z0-9+/=_]{60,}|[A-Za-z0-9+/=_]{4,62}" + _CUT_END + "))"
     # Docker Hub and Figma personal access tokens: "-" and "_" anywhere in them, so outside
     # the lookahead's alphanumerics.
-    r"|(?:(?<=dckr_pat_)|(?<=figd_))(?:[A-Za-z0-9_-]{27,}|[A-Za-z0-9_-]{4,26}" + _CUT_END + ")"
+    # A whole one is 255 characters at most: a longer run is no token, refused in the regex
+    # (`"figd_abcd-" * 10_000`: each "figd_" ran to the end, judged name-like there).
+    r"|(?:(?<=dckr_pat_)|(?<=figd_))(?:[A-Za-z0-9_-]{27,255}+(?![A-Za-z0-9_-])|[A-Za-z0-9_-]{4,26}+"
+    + _CUT_END
+    + ")"
     # Pinecone API keys: pcsk_, a short id, "_" and the key.
     r"|(?<=pcsk_)(?:[A-Za-z0-9]{4,10}_[A-Za-z0-9]{40,}|[A-Za-z0-9_]{4,40}" + _CUT_END + "))"
 )
@@ -1199,14 +1219,12 @@ def _ya29_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 # IQoJb3JpZ2luX2Vj`, `IQoJb3JpZ2luX2VjEJr...`) stays. The anchor is the "Z" both prefixes
 # hold. A token glued to base64 before it is none (a JSON-escaped line break or tab may
 # stand there): the lookbehinds say so, so that no match is rejected after its long run.
-def _unglued(prefix: str) -> str:
-    """A lookbehind: `prefix` ends here and starts a token (nothing of base64 before it but
-    an escape's letter: `\\nIQoJ...`)."""
-    return rf"(?<={prefix})(?:(?<![A-Za-z0-9/+]{prefix})|(?<=\\[nrt]{prefix}))"
-
-
 _STS = re.compile(
-    "Z(?:" + _unglued("IQoJb3JpZ") + "2luX2Vj|" + _unglued("FwoGZ") + r"XIvYXdzE)[A-Za-z0-9/+]{100,}={0,2}"
+    "Z(?:(?<=IQoJb3JpZ)"
+    + _unglued("IQoJb3JpZ", _BASE64)
+    + "2luX2Vj|(?<=FwoGZ)"
+    + _unglued("FwoGZ", _BASE64)
+    + r"XIvYXdzE)[A-Za-z0-9/+]{100,}={0,2}"
 )
 
 
@@ -1216,34 +1234,29 @@ def _sts_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 
 
 # --- Pass "eyJ": JSON Web Tokens ------------------------------------------------------
-# Cut by the end of the text, a header alone (`eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXV`) is enough.
+# How a JWT's header starts: {"alg", {"typ", {"kid", {"enc", {"cty", {"zip", {"x5t", {"jku".
+_JWT_HEADER_STARTS = ("hbGci", "0eXAi", "raWQi", "lbmMi", "jdHki", "6aXAi", "4NXQi", "qa3Ui")
+# Cut by the end of the text, a header alone (`eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXV`) is enough,
+# if it starts like one: base64 of `{"alg": ...` is JSON too. A JWT glued to a word before
+# it is none (`_starts_token`), nor is a cut one that starts like no header, nor a header
+# over 4 KB (one with a certificate in `x5c` is 2-3 KB): each refused in the regex, so that
+# no match runs on to the end of a long word to be refused there (`"xeyJabcdefgh" * 8_000`,
+# `"eyJabcd-" * 12_500`: 1 s, 2.8 s at 100 KB, and the square of longer ones).
 _JWT = re.compile(
-    r"eyJ[A-Za-z0-9_-]{8,}(?:\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*|(?P<cut>(?:\.[A-Za-z0-9_-]*){0,2})"
+    r"eyJ"
+    + _unglued("eyJ")
+    + rf"(?P<header>(?={'|'.join(_JWT_HEADER_STARTS)}))?[A-Za-z0-9_-]{{8,4096}}+"
+    + r"(?:\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*|(?(header)(?P<cut>(?:\.[A-Za-z0-9_-]*){0,2})|(?!))"
     + _CUT_END
     + ")"
-)
-
-
-# How a JWT's header starts: {"alg", {"typ", {"kid", {"enc", {"cty", {"zip", {"x5t", {"jku".
-_JWT_HEADER_STARTS = (
-    "eyJhbGci",
-    "eyJ0eXAi",
-    "eyJraWQi",
-    "eyJlbmMi",
-    "eyJjdHki",
-    "eyJ6aXAi",
-    "eyJ4NXQi",
-    "eyJqa3Ui",
 )
 
 
 def _jwt_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
     if not _starts_token(text, m.start()):
         return _NONE
-    if m.group("cut") is not None and not (
-        _cut_here(text, m.start(), m.end()) and text.startswith(_JWT_HEADER_STARTS, m.start())
-    ):
-        return _NONE  # a cut one must start like a JWT header: base64 of `{"type": ...}` is JSON
+    if m.group("cut") is not None and not _cut_here(text, m.start(), m.end()):
+        return _NONE
     return _one(m.start(), m.end(), "jwt")
 
 
