@@ -1859,6 +1859,7 @@ def test_an_encrypted_pem_keys_literals_keep_their_headers_and_lose_their_base64
         "sk-abcd-" * 12_500,  # a cut key the length of the rest: 89 s
         "xsk-abcd" * 12_500,  # glued to the word before
         "xxoxb-abcd" * 10_000,
+        "xapp-abcd-" * 10_000,  # a cut app token the length of the rest: 64 s
         "figd_abcd-" * 10_000,  # a whole token that looks like a name
         "eyJabcd-" * 12_500,  # a cut JWT that starts like no header
         "xeyJabcdefgh" * 8_000,
@@ -1925,6 +1926,7 @@ def test_an_encrypted_pem_keys_literals_keep_their_headers_and_lose_their_base64
         "openai-cut-chain",
         "openai-glued",
         "slack-glued",
+        "slack-app-cut-chain",
         "figma-name-chain",
         "jwt-cut-chain",
         "jwt-glued",
@@ -1935,6 +1937,16 @@ def test_pathological_texts_redact_in_linear_time(text: str) -> None:
     """Not timed: before the reviews' fixes each took 3 s to over a minute (pytest's durations
     show a regression); the text has no secret and must come back as it was."""
     assert Redactor().redact(text)[0] == text
+
+
+def test_a_jws_with_a_certificate_chain_in_its_header_is_one_jwt() -> None:
+    """An App Store JWS carries three certificates in its header's `x5c`: 6-9 KB of base64."""
+    certificate = base64.b64encode(bytes(range(256)) * 6).decode()
+    header = {"alg": "ES256", "x5c": [certificate] * 3}
+    segments = [json.dumps(part).encode() for part in (header, {"transactionId": "2000000123"})]
+    jws = ".".join(base64.urlsafe_b64encode(s).decode().rstrip("=") for s in segments) + ".c2lnbmF0dXJl"
+    assert len(jws.split(".")[0]) > 8_000
+    assert Redactor().redact("signedPayload " + jws) == ("signedPayload " + placeholder("jwt"), {"jwt": 1})
 
 
 COMMAND_PIECES = ["curl", "mysql", "mysqldump", "7z", "ssh-keygen", "nc", "git", "/usr/bin/", "~/", "x~"]

@@ -886,7 +886,8 @@ _GL = re.compile(
 )
 _X = re.compile(
     r"x(?:" + _unglued("x") + r"(?:ox[abposre]-[A-Za-z0-9-]{10,}|app-\d-[A-Za-z0-9-]{10,}"
-    r"|(?:ox[abposre]|app)-(?P<cut>[A-Za-z0-9-]{4,})"
+    # A cut one is shorter than a whole one (twelve characters at most, `1-` included).
+    r"|(?:ox[abposre]|app)-(?P<cut>[A-Za-z0-9-]{4,12}+)"
     + _CUT_END
     # xAI (xai-, 80 characters) and Perplexity (pplx-, 48) API keys.
     + r"|(?P<vendor>ai-(?:[A-Za-z0-9_]{70,}|(?P<xai_cut>[A-Za-z0-9_]{4,69})"
@@ -917,7 +918,7 @@ def _token_span(
 
 
 def _prefixed_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
-    if m.re is _X and (m.group("vendor") or m.group("pplx")) is not None:
+    if m.re is _X and (m.group("vendor") is not None or m.group("pplx") is not None):
         start = m.start() if m.group("pplx") is None else m.start() - len("ppl")
         return _token_span(text, start, m.end(), "secret", m.group("xai_cut") or m.group("pplx_cut"))
     if not _starts_token(text, m.start()):
@@ -1239,13 +1240,14 @@ _JWT_HEADER_STARTS = ("hbGci", "0eXAi", "raWQi", "lbmMi", "jdHki", "6aXAi", "4NX
 # Cut by the end of the text, a header alone (`eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXV`) is enough,
 # if it starts like one: base64 of `{"alg": ...` is JSON too. A JWT glued to a word before
 # it is none (`_starts_token`), nor is a cut one that starts like no header, nor a header
-# over 4 KB (one with a certificate in `x5c` is 2-3 KB): each refused in the regex, so that
-# no match runs on to the end of a long word to be refused there (`"xeyJabcdefgh" * 8_000`,
-# `"eyJabcd-" * 12_500`: 1 s, 2.8 s at 100 KB, and the square of longer ones).
+# over 16 KB (three certificates in `x5c` come to 6-9 KB: an App Store JWS): each refused in the
+# regex, so that no match runs on to the end of a long word to be refused there
+# (`"xeyJabcdefgh" * 8_000`, `"eyJabcd-" * 12_500`: 1 s, 2.8 s at 100 KB, and the square of
+# longer ones; now at most 16 KB scanned from each "eyJ": linear).
 _JWT = re.compile(
     r"eyJ"
     + _unglued("eyJ")
-    + rf"(?P<header>(?={'|'.join(_JWT_HEADER_STARTS)}))?[A-Za-z0-9_-]{{8,4096}}+"
+    + rf"(?P<header>(?={'|'.join(_JWT_HEADER_STARTS)}))?[A-Za-z0-9_-]{{8,16384}}+"
     + r"(?:\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*|(?(header)(?P<cut>(?:\.[A-Za-z0-9_-]*){0,2})|(?!))"
     + _CUT_END
     + ")"
@@ -1434,8 +1436,9 @@ _PLAIN_BREAKS = (*_LINE_BREAKS, "&&", "||", "$(", "`")
 # (the position after any other character): a scan that comes to a boundary finds after it what
 # a scan started there finds, and a scan that ends at one finds what a longer scan finds before
 # it. A text's words are kept from a boundary on, scanned on as later flags need them.
-_COMMAND_WORD_CHAR = re.compile(r"[\w.~/-]")
-_NO_COMMAND_WORD_CHAR = re.compile(r"[^\w.~/-]")
+_COMMAND_WORD_CHARS = r"\w.~/-"
+_COMMAND_WORD_CHAR = re.compile(f"[{_COMMAND_WORD_CHARS}]")
+_NO_COMMAND_WORD_CHAR = re.compile(f"[^{_COMMAND_WORD_CHARS}]")
 assert all(_COMMAND_WORD_CHAR.fullmatch(c) for c in "".join({*_CREDENTIAL_FLAGS, *_OTHER_COMMANDS}))
 
 
