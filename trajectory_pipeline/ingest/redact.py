@@ -865,9 +865,6 @@ def _cut_here(text: str, start: int, end: int) -> bool:
 # A token glued to a word before it is none (`_starts_token`), and a cut one is shorter than a
 # whole one: both are refused in the regex, so that no match runs on to the end of a long word
 # to be refused there (`"sk-abcd-" * 12_500`: 89 s, each "sk-" a cut key the length of the rest).
-_BASE64 = "A-Za-z0-9/+"
-
-
 def _unglued(prefix: str, word: str = "A-Za-z0-9_") -> str:
     """A lookbehind: where `prefix` ends, it starts a token (no character of `word` before it
     but an escape's letter: `\\nsk-...`)."""
@@ -1220,6 +1217,7 @@ def _ya29_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 # IQoJb3JpZ2luX2Vj`, `IQoJb3JpZ2luX2VjEJr...`) stays. The anchor is the "Z" both prefixes
 # hold. A token glued to base64 before it is none (a JSON-escaped line break or tab may
 # stand there): the lookbehinds say so, so that no match is rejected after its long run.
+_BASE64 = "A-Za-z0-9/+"
 _STS = re.compile(
     "Z(?:(?<=IQoJb3JpZ)"
     + _unglued("IQoJb3JpZ", _BASE64)
