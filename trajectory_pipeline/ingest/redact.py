@@ -234,6 +234,7 @@ import base64
 import bisect
 import functools
 import itertools
+import operator
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -329,6 +330,13 @@ def _starts_token(text: str, i: int, word: frozenset[str] = _WORD) -> bool:
     if c in word:
         return c in "nrt" and i >= 2 and text[i - 2] == "\\"  # \n, or \\n a level deeper
     return True
+
+
+def _unglued(prefix: str = "", word: str = "A-Za-z0-9_") -> str:
+    """`_starts_token` as a lookbehind where `prefix` ends (or here): no character of `word`
+    before the prefix but an escape's letter (`\\nsk-...`). A pass that refuses a glued token
+    in its regex never runs on over the word it is glued to."""
+    return rf"(?:(?<![{word}]{prefix})|(?<=\\[nrt]{prefix}))"
 
 
 def _one(start: int, end: int, kind: str) -> tuple[Span, ...]:
@@ -865,12 +873,6 @@ def _cut_here(text: str, start: int, end: int) -> bool:
 # A token glued to a word before it is none (`_starts_token`), and a cut one is shorter than a
 # whole one: both are refused in the regex, so that no match runs on to the end of a long word
 # to be refused there (`"sk-abcd-" * 12_500`: 89 s, each "sk-" a cut key the length of the rest).
-def _unglued(prefix: str, word: str = "A-Za-z0-9_") -> str:
-    """A lookbehind: where `prefix` ends, it starts a token (no character of `word` before it
-    but an escape's letter: `\\nsk-...`)."""
-    return rf"(?:(?<![{word}]{prefix})|(?<=\\[nrt]{prefix}))"
-
-
 _SK = re.compile(
     r"sk-" + _unglued("sk-") + r"(?:ant-[A-Za-z0-9_-]{20,}|(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}"
     r"|or-v1-[a-f0-9]{64}|[A-Za-z0-9]{32,}|(?P<cut>[A-Za-z0-9_-]{4,200}+)" + _CUT_END + ")"
@@ -1350,7 +1352,8 @@ _OTHER_COMMANDS = (
     *("ncat", "ping", "useradd", "usermod", "psql", "pg_dump", "cargo", "go"),
 )
 _COMMAND_WORD = re.compile(
-    r"(?:(?<![\w.-])|(?<=\\[nrt]))(?:[\w.~-]*/)?(?P<cmd>"
+    _unglued(word=r"\w.-")
+    + r"(?:[\w.~-]*/)?(?P<cmd>"
     + "|".join(sorted(map(re.escape, {*_CREDENTIAL_FLAGS, *_OTHER_COMMANDS}), key=len, reverse=True))
     + r")(?![\w:.@=-])"
 )
@@ -1441,36 +1444,33 @@ assert all(_COMMAND_WORD_CHAR.fullmatch(c) for c in "".join({*_CREDENTIAL_FLAGS,
 
 
 class _CommandWords:
-    """The command words of `text` in text[base:end], both boundaries, as one scan finds them."""
+    """The command words of `text` in text[base:end], both boundaries, as one scan finds them:
+    (start, end, command) each."""
 
-    __slots__ = ("base", "commands", "end", "ends", "starts", "text")
+    __slots__ = ("base", "end", "text", "words")
 
     def __init__(self, text: str, base: int) -> None:
         self.text, self.base, self.end = text, base, base
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-        self.commands: list[str] = []
+        self.words: list[tuple[int, int, str]] = []
 
     def cover(self, start: int, end: int) -> None:
         """Scan the words of text[start:end] (boundaries) not yet found: before `base`, after
         `end`, or afresh from `start` past a stretch no flag reached (never scanned)."""
         if start > self.end:
             self.base = self.end = start
-            self.starts, self.ends, self.commands = [], [], []
+            self.words = []
         if start < self.base:
-            words = list(_COMMAND_WORD.finditer(self.text, start, self.base))
-            self.starts[:0] = [word.start() for word in words]
-            self.ends[:0] = [word.end() for word in words]
-            self.commands[:0] = [word.group("cmd") for word in words]
+            self.words[:0] = self._scanned(start, self.base)
             self.base = start
-        for word in _COMMAND_WORD.finditer(self.text, self.end, end):
-            self.starts.append(word.start())
-            self.ends.append(word.end())
-            self.commands.append(word.group("cmd"))
+        self.words += self._scanned(self.end, end)
         self.end = max(self.end, end)
+
+    def _scanned(self, start: int, end: int) -> list[tuple[int, int, str]]:
+        return [(w.start(), w.end(), w.group("cmd")) for w in _COMMAND_WORD.finditer(self.text, start, end)]
 
 
 _THIS_THREAD = threading.local()  # the `_CommandWords` of its last text
+_word_start = operator.itemgetter(0)
 
 
 def _boundary_from(text: str, i: int) -> int:
@@ -1496,11 +1496,12 @@ def _last_command(text: str, start: int, i: int, quoted: list[int]) -> tuple[str
     if i > 0 and _COMMAND_WORD_CHAR.match(text, i - 1):  # no boundary at i: scanned here
         return _scanned_last_command(text, start, i, quoted)
     boundary = _boundary_from(text, start)
-    words = _command_words(text, boundary, i)
-    first = bisect.bisect_left(words.starts, boundary)
-    for k in range(bisect.bisect_left(words.starts, i) - 1, first - 1, -1):
-        if _outside(quoted, words.starts[k]):
-            return words.commands[k], words.ends[k]
+    words = _command_words(text, boundary, i).words
+    first = bisect.bisect_left(words, boundary, key=_word_start)
+    last = bisect.bisect_left(words, i, key=_word_start)
+    for word_start, word_end, command in reversed(words[first:last]):
+        if _outside(quoted, word_start):
+            return command, word_end
     return _scanned_last_command(text, start, boundary, quoted)  # the rest of a word before
 
 
@@ -1575,7 +1576,9 @@ _DASH = re.compile(
     + r")|(?:home|Users)-(?P<enc>[A-Za-z0-9]+)(?=[-/\\\"'\r\n]|$)"
     # A one-dash credential flag, not glued to a word before it (`x-powered-by`); the
     # alternative starts with a character class, which `re` tests first.
-    + r"|[upaPtwkUbNsd](?:(?<![A-Za-z0-9_.:/\\-]-.)|(?<=\\[nrt]-.))(?:"
+    + r"|[upaPtwkUbNsd]"
+    + _unglued("-.", r"A-Za-z0-9_.:/\\-")
+    + r"(?:"
     + _CREDENTIAL_FLAG
     + r")(?P<cflag>)(?:(?P<csep>[ \t]+|=|(?=(?:\\{3}|\\)?[\"'`]))"
     + _value("c")
@@ -1773,7 +1776,7 @@ def _set_span(text: str, m: re.Match[str]) -> tuple[Span, ...]:
 _NETRC = re.compile(r"password" + _BLANKS + _VALUE)
 # Before "password": the entry's `machine host` (or `default`), then its login, account or port.
 _NETRC_ENTRY = re.compile(
-    r"(?:(?<![\w.-])|(?<=\\[nrt]))(?:machine[ \t]+\S+|default)"
+    _unglued(word=r"\w.-") + r"(?:machine[ \t]+\S+|default)"
     r"(?:(?:\s|\\[nrt])+(?:login|account|port)[ \t]+\S+)*(?:\s|\\[nrt])+\Z"
 )
 
@@ -2898,7 +2901,7 @@ _STDIN_READER = (  # the lookahead first: `re` rejects most places at once
 )
 _PIPED = re.compile(rf"\|(?=[ \t]*{_STDIN_READER})")
 _ECHOED = re.compile(
-    r"(?:(?<![\w.-])|(?<=\\[nrt]))(?:echo(?:[ \t]+-[neE]{1,3})*"
+    _unglued(word=r"\w.-") + r"(?:echo(?:[ \t]+-[neE]{1,3})*"
     r"|printf(?:[ \t]+--)?(?:[ \t]+(?P<fq>(?:\\{3}|\\)?\"|')%s(?:\\+n)?(?P=fq))?)[ \t]+"
     r"(?:(?P<q>(?:\\{3}|\\)?\"|')(?P<qv>[^\"'\\\r\n]{1,200})(?:\\+n)?(?P=q)"
     r"|(?P<uv>[^\s\"'`\\|;&<>()]{1,200}))[ \t]*\Z"
